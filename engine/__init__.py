@@ -1,0 +1,119 @@
+"""Railyard's rules engine: Mexican Train, every RULES.md option, no I/O.
+
+>>> import engine
+>>> game = engine.new_game("standard", players=4, seed="demo")
+>>> move = game.legal_moves()[0]
+>>> events = game.apply(move)
+>>> game.version, engine.load(game.to_bytes()) == game
+(1, True)
+"""
+
+from engine.errors import (
+    ILLEGAL_REASONS,
+    CorruptStateError,
+    DealDoesNotFitError,
+    GameOverError,
+    IllegalMoveError,
+    MalformedMoveError,
+    MoveError,
+    NotYourTurnError,
+    RailyardError,
+    RulesetError,
+)
+from engine.events import (
+    DoubleSatisfied,
+    Event,
+    GameEnded,
+    MarkerPlaced,
+    MarkerRemoved,
+    Passed,
+    RoundEnded,
+    RoundEndReason,
+    RoundStarted,
+    TileDrawn,
+    TilePlayed,
+    TurnStarted,
+    for_seat,
+)
+from engine.mexican_train import MexicanTrain, replay
+from engine.moves import (
+    DRAW,
+    END_TURN,
+    PASS,
+    Move,
+    MoveKind,
+    TrainKind,
+    TrainRef,
+    format_move,
+    parse_move,
+)
+from engine.registry import GAMES, GameType, game_type, load, new_game
+from engine.rules import (
+    PRESETS,
+    DoubleAnswer,
+    DoubleFollowup,
+    EnginePlacement,
+    FirstPlayer,
+    FirstTurn,
+    HandSizeTable,
+    KnockRule,
+    Ruleset,
+    preset,
+)
+from engine.tiles import Tile
+from engine.view import GameView, build_view
+
+__all__ = [
+    "DRAW",
+    "END_TURN",
+    "GAMES",
+    "ILLEGAL_REASONS",
+    "PASS",
+    "PRESETS",
+    "CorruptStateError",
+    "DealDoesNotFitError",
+    "DoubleAnswer",
+    "DoubleFollowup",
+    "DoubleSatisfied",
+    "EnginePlacement",
+    "Event",
+    "FirstPlayer",
+    "FirstTurn",
+    "GameEnded",
+    "GameOverError",
+    "GameType",
+    "GameView",
+    "HandSizeTable",
+    "IllegalMoveError",
+    "KnockRule",
+    "MalformedMoveError",
+    "MarkerPlaced",
+    "MarkerRemoved",
+    "MexicanTrain",
+    "Move",
+    "MoveError",
+    "MoveKind",
+    "NotYourTurnError",
+    "Passed",
+    "RailyardError",
+    "RoundEndReason",
+    "RoundEnded",
+    "RoundStarted",
+    "Ruleset",
+    "RulesetError",
+    "Tile",
+    "TileDrawn",
+    "TilePlayed",
+    "TrainKind",
+    "TrainRef",
+    "TurnStarted",
+    "build_view",
+    "for_seat",
+    "format_move",
+    "game_type",
+    "load",
+    "new_game",
+    "parse_move",
+    "preset",
+    "replay",
+]

@@ -1,0 +1,931 @@
+"""Mexican Train (RULES.md section 2): the position, its moves, its rounds.
+
+One mutable :class:`MexicanTrain` holds a whole game: every round is dealt
+from the seed (MT-FAIR-1), so ``(ruleset, players, seed, moves)`` rebuilds
+it exactly. Hot paths read plain ints and lists; each ruleset option is read
+once, in ``__init__``, into a flag named after what it changes.
+
+Inside, a tile is an id ``a << 5 | b`` (see :mod:`engine.tiles`); a hand is
+one bit mask per pip value (``hand[v]`` has bit ``x`` set when the tile
+``v-x`` is held), so the tiles that fit an open end ``v`` are ``hand[v]``.
+Trains are numbered by *slot*: seat ``i``'s train is slot ``i``, Mexican
+train ``k`` is slot ``players + k``. A train is a list of branches (one,
+unless a chicken foot split it, MT-DBL-7), each with an open end value, or
+``-1`` once closed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+from engine.errors import (
+    CorruptStateError,
+    GameOverError,
+    IllegalMoveError,
+    MalformedMoveError,
+    MoveError,
+    NotYourTurnError,
+)
+from engine.events import (
+    DoubleSatisfied,
+    Event,
+    GameEnded,
+    MarkerPlaced,
+    MarkerRemoved,
+    Passed,
+    RoundEnded,
+    RoundEndReason,
+    RoundStarted,
+    TileDrawn,
+    TilePlayed,
+    TurnStarted,
+)
+from engine.moves import DRAW, END_TURN, PASS, Move, MoveKind, TrainKind, TrainRef
+from engine.rules import (
+    DoubleAnswer,
+    DoubleFollowup,
+    EnginePlacement,
+    FirstPlayer,
+    FirstTurn,
+    KnockRule,
+    Ruleset,
+)
+from engine.shuffle import shuffle
+from engine.tiles import TILES, Tile, canonical_ids
+
+#: Version of :meth:`MexicanTrain.to_bytes`'s format.
+STATE_FORMAT: Final = 1
+
+# Fields of an open double entry (a small list, mutated in place).
+_SLOT, _END, _VALUE, _ANSWERS, _THIS_TURN = range(5)
+
+# Interned moves and train references, per player count (slot numbering
+# depends on it): legal-move lists hand out the same objects every time.
+_MOVES: dict[int, dict[int, Move]] = {}
+_ROWS: dict[tuple[int, int], list[list[Move | None]]] = {}  # end-0 moves by [slot][tile id]
+
+#: ``_TID[v][x]``: the id of the tile ``v-x``.
+_TID: Final = [[min(v, x) << 5 | max(v, x) for x in range(32)] for v in range(32)]
+_REFS: dict[int, dict[int, TrainRef]] = {}
+
+
+def _ref(players: int, slot: int, end: int) -> TrainRef:
+    refs = _REFS.setdefault(players, {})
+    key = slot << 8 | end
+    ref = refs.get(key)
+    if ref is None:
+        ref = (
+            TrainRef(TrainKind.SEAT, slot, end)
+            if slot < players
+            else TrainRef(TrainKind.MEXICAN, slot - players, end)
+        )
+        refs[key] = ref
+    return ref
+
+
+class MexicanTrain:
+    """A game of Mexican Train from a ruleset, a player count and a seed.
+
+    >>> from engine.rules import preset
+    >>> g = MexicanTrain(preset("standard"), 4, "railyard")
+    >>> g.round, g.engine, g.current_seat, g.hand_count(0)
+    (1, Tile(a=12, b=12), 0, 15)
+    >>> move = g.legal_moves()[0]
+    >>> [type(e).__name__ for e in g.apply(move)]
+    ['TilePlayed', 'TurnStarted']
+    """
+
+    name: Final = "mexican_train"
+
+    def __init__(self, ruleset: Ruleset, players: int, seed: str) -> None:
+        if not isinstance(seed, str):
+            raise MalformedMoveError("the seed is text", rule="MT-FAIR-1")
+        rules = ruleset.resolve(players)
+        self.rules: Final = rules
+        self.players: Final = players
+        self.seed: Final = seed
+        self._setup()
+        self.opening_events: list[Event] = []
+        self._deal(1, self.opening_events)
+
+    # ------------------------------------------------------------------ setup
+
+    def _setup(self) -> None:
+        """Static facts of the game, and every option read once."""
+        rules = self.rules
+        n = self.players
+        assert rules.set_max is not None
+        assert rules.rounds is not None
+        assert rules.hand_size is not None
+        assert rules.first_engine is not None
+        self.set_max = rules.set_max
+        self.rounds_total = rules.rounds
+        self._hand_size = rules.hand_size
+        self._first_engine = rules.first_engine
+        self._full = rules.set_max + 1  # tiles carrying any one number (MT-DBL-5)
+        self._slots = n + rules.mexican_trains
+        self._set_aside = rules.engine_placement is EnginePlacement.SET_ASIDE
+        self._draw_first = rules.first_player is FirstPlayer.DRAW
+        self._chain_rule = rules.first_turn is FirstTurn.CHAIN
+        self._cover_own = rules.double_followup is DoubleFollowup.COVER_OWN
+        self._block = rules.open_doubles_block
+        self._one_double = rules.max_doubles_per_turn == 1
+        self._answers_needed = 3 if rules.double_answer is DoubleAnswer.CHICKEN_FOOT else 1
+        self._end_on_double = rules.end_on_double
+        self._knock = rules.knock_penalty if rules.knock_rule is KnockRule.PENALTY else 0
+        self._knock_rule = rules.knock_rule is KnockRule.PENALTY
+        self._blank_value = rules.double_blank_value
+        self._canon = canonical_ids(rules.set_max)
+        self._moves = _MOVES.setdefault(n, {})
+        self._rows = _ROWS.setdefault((n, self._slots), [[None] * 640 for _ in range(self._slots)])
+        self._legal: list[Move] | None = None
+        self.version = 0
+        self.history: list[Move] = []
+        self.round_scores: list[list[int]] = [[] for _ in range(n)]
+        self.over = False
+        self.winners: tuple[int, ...] = ()
+        self.starter = 0
+
+    # ------------------------------------------------------------------ deal
+
+    def _deal(self, rnd: int, ev: list[Event] | None) -> None:
+        """MT-RND-1/2, MT-ENG-1: shuffle and deal round ``rnd``, place its engine."""
+        n = self.players
+        h = self._hand_size
+        engine = self._first_engine - (rnd - 1)
+        engine_id = engine << 5 | engine
+        label = f"round:{rnd}:deal"
+        self.round = rnd
+        self.engine_value = engine
+        self.hands: list[list[int]] = [[0] * self._full for _ in range(n)]
+        self.counts = [0] * n
+        self.pips = [0] * n
+        if self._set_aside:
+            order = shuffle(self.seed, label, [t for t in self._canon if t != engine_id])
+            if rnd > 1:
+                self.starter = (self.starter + 1) % n
+            else:
+                self.starter = self._draw_first_player(engine_id) if self._draw_first else 0
+        else:
+            order = shuffle(self.seed, label, list(self._canon))
+        for seat in range(n):
+            for tid in order[seat * h : (seat + 1) * h]:
+                self._add(seat, tid)
+        # The boneyard is drawn from the front (API.md step 5): keep it reversed
+        # so a draw is a pop from the end.
+        self.boneyard = order[n * h :][::-1]
+        if not self._set_aside:
+            self.starter = self._find_engine_holder(rnd, engine_id, ev)
+        self.trains: list[list[int]] = [[engine] for _ in range(self._slots)]
+        self.train_tiles: list[list[list[int]]] = [[[]] for _ in range(self._slots)]
+        self.branch_parent: list[list[int]] = [[-1] for _ in range(self._slots)]
+        self.markers = [False] * n
+        self.on_table = [0] * self._full
+        self.on_table[engine] = 1  # MT-DBL-5: the engine is on the table
+        self.doubles: list[list[int]] = []
+        self.first_turn_pending = [True] * n
+        if ev is not None:
+            ev.append(RoundStarted(rnd, TILES[engine_id], self.starter))
+        self._start_turn(self.starter, ev)
+
+    def _draw_first_player(self, engine_id: int) -> int:
+        """MT-ENG-1 ``draw``: highest pip total starts; tied players draw again."""
+        contenders = list(range(self.players))
+        k = 1
+        while True:
+            drawn = shuffle(
+                self.seed,
+                f"round:1:first-player:{k}",
+                [t for t in self._canon if t != engine_id],
+            )
+            totals = [(drawn[j] >> 5) + (drawn[j] & 31) for j in range(len(contenders))]
+            best = max(totals)
+            contenders = [c for c, t in zip(contenders, totals, strict=True) if t == best]
+            if len(contenders) == 1:
+                return contenders[0]
+            k += 1
+
+    def _find_engine_holder(self, rnd: int, engine_id: int, ev: list[Event] | None) -> int:
+        """MT-ENG-1 ``holder_plays``: the holder places the engine; if nobody holds
+        it, seats draw in turn until it appears (not moves: no version)."""
+        e = engine_id & 31
+        n = self.players
+        holder = next((s for s in range(n) if self.hands[s][e] >> e & 1), -1)
+        seat = 0 if rnd == 1 else (self.starter + 1) % n
+        while holder < 0:
+            tid = self.boneyard.pop()
+            self._add(seat, tid)
+            if ev is not None:
+                ev.append(TileDrawn(seat, TILES[tid], "engine_search"))
+            if tid == engine_id:
+                holder = seat
+            seat = (seat + 1) % n
+        self._remove(holder, engine_id)
+        return holder
+
+    # ------------------------------------------------------------------ hands
+
+    def _add(self, seat: int, tid: int) -> None:
+        a, b = tid >> 5, tid & 31
+        hand = self.hands[seat]
+        hand[a] |= 1 << b
+        hand[b] |= 1 << a
+        self.counts[seat] += 1
+        self.pips[seat] += a + b
+
+    def _remove(self, seat: int, tid: int) -> None:
+        a, b = tid >> 5, tid & 31
+        hand = self.hands[seat]
+        hand[a] &= ~(1 << b)
+        hand[b] &= ~(1 << a)
+        self.counts[seat] -= 1
+        self.pips[seat] -= a + b
+
+    def _holds(self, seat: int, tid: int) -> bool:
+        return bool(self.hands[seat][tid >> 5] >> (tid & 31) & 1)
+
+    # ------------------------------------------------------------------ turns
+
+    def _start_turn(self, seat: int, ev: list[Event] | None) -> None:
+        self.current_seat = seat
+        self.owes = False  # MT-DBL-1: a tile is owed for a double
+        self.drew = False  # MT-DR-1 / MT-DBL-6: one draw per tile owed
+        self.forced = -1  # MT-DR-1: a playable drawn tile must be played
+        self.doubles_this_turn = 0
+        self.played_this_turn = 0
+        self.penalties = 0  # MT-KNOCK-1
+        self.last_double: list[int] | None = None  # MT-DBL-2 cover_own target
+        # MT-FT-1/2: a chain first turn is on the own train only; an open
+        # blocking double at its start wins, and that is the whole turn.
+        chain = self._chain_rule and self.first_turn_pending[seat]
+        if chain and self._block and self.doubles:
+            chain = False
+        self.own_train_only = chain
+        self.chain_open = chain
+        if ev is not None:
+            ev.append(TurnStarted(seat))
+
+    def _end_turn(self, marker: bool, ev: list[Event] | None) -> None:
+        seat = self.current_seat
+        if marker and not self.markers[seat]:
+            # MT-TR-4: a draw that could not be played, or a pass.
+            self.markers[seat] = True
+            if ev is not None:
+                ev.append(MarkerPlaced(seat))
+        if self.penalties:
+            # MT-KNOCK-1: penalty draws come at the end of the turn, place no marker.
+            for _ in range(min(self.penalties * self._knock, len(self.boneyard))):
+                tid = self.boneyard.pop()
+                self._add(seat, tid)
+                if ev is not None:
+                    ev.append(TileDrawn(seat, TILES[tid], "penalty"))
+        self.first_turn_pending[seat] = False
+        for double in self.doubles:
+            double[_THIS_TURN] = 0  # MT-DBL-3: blocks from the end of this turn
+        if not self.boneyard and self._is_blocked():
+            self._end_round(-1, RoundEndReason.BLOCKED, ev)
+            return
+        self._start_turn((seat + 1) % self.players, ev)
+
+    def _is_blocked(self) -> bool:
+        """MT-END-3: with the boneyard empty, no hand tile fits anywhere, even with
+        every marker on and every first turn over; a blocking double stays the
+        only target."""
+        if self._block and self.doubles:
+            values = [self.doubles[0][_VALUE]]
+        else:
+            values = [v for train in self.trains for v in train if v >= 0]
+        return not any(hand[v] for hand in self.hands for v in values)
+
+    def _end_round(self, winner: int, reason: RoundEndReason, ev: list[Event] | None) -> None:
+        """MT-SC-1: the player who went out scores 0, the others their hand."""
+        scores = []
+        for seat in range(self.players):
+            score = self.pips[seat]
+            if self.hands[seat][0] & 1:
+                score += self._blank_value  # T-3
+            scores.append(score)
+            self.round_scores[seat].append(score)
+        if ev is not None:
+            ev.append(RoundEnded(self.round, reason, tuple(scores)))
+        self._legal = None
+        if self.round >= self.rounds_total:
+            self.over = True
+            self.winners = self._compute_winners()
+            if ev is not None:
+                ev.append(GameEnded(tuple(self.totals), self.winners, self.seed))
+            return
+        self._deal(self.round + 1, ev)
+
+    def _compute_winners(self) -> tuple[int, ...]:
+        """MT-SC-2/3: lowest total; then most rounds won; then lowest non-zero round."""
+        totals = self.totals
+        tied = [s for s in range(self.players) if totals[s] == min(totals)]
+        wins = [sum(1 for x in rs if x == 0) for rs in self.round_scores]
+        tied = [s for s in tied if wins[s] == max(wins[t] for t in tied)]
+        lowest = [min((x for x in rs if x > 0), default=1 << 30) for rs in self.round_scores]
+        tied = [s for s in tied if lowest[s] == min(lowest[t] for t in tied)]
+        return tuple(tied)
+
+    # ------------------------------------------------------------------ targets
+
+    def _targets(self) -> list[tuple[int, int, int]]:
+        """Where the seat to move may place a tile now: ``(slot, end, value)``."""
+        seat = self.current_seat
+        doubles = self.doubles
+        exclude: list[list[int]] = []
+        if doubles:
+            first = doubles[0]
+            if self._block and not first[_THIS_TURN]:
+                # MT-DBL-3/4: the oldest blocking double is the only target,
+                # whichever train it is on, marker or not.
+                return [(first[_SLOT], first[_END], first[_VALUE])]
+            if self.owes:
+                last = self.last_double
+                if self._cover_own and last is not None:
+                    # MT-DBL-2 cover_own (a dead double frees it, MT-DBL-5).
+                    return [(last[_SLOT], last[_END], last[_VALUE])]
+                if self._block:
+                    # MT-DBL-4: of this turn's doubles only the oldest may be covered.
+                    mine = [d for d in doubles if d[_THIS_TURN]]
+                    exclude = mine[1:]
+        trains = self.trains
+        if self.own_train_only:
+            slots: Iterable[int] = (seat,)
+        else:
+            markers = self.markers
+            n = self.players
+            slots = [s for s in range(self._slots) if s == seat or s >= n or markers[s]]
+        targets = []
+        for slot in slots:
+            for end, value in enumerate(trains[slot]):
+                if value >= 0:
+                    targets.append((slot, end, value))
+        if exclude:
+            shut = {(d[_SLOT], d[_END]) for d in exclude}
+            targets = [t for t in targets if (t[0], t[1]) not in shut]
+        return targets
+
+    def _play_move(self, key: int) -> Move:
+        """The interned play move for ``key = (tid << 12 | slot << 6 | end) << 1 | announce``."""
+        move = self._moves.get(key)
+        if move is None:
+            tid = key >> 13
+            slot, end = key >> 7 & 63, key >> 1 & 63
+            move = Move(MoveKind.PLAY, TILES[tid], _ref(self.players, slot, end), bool(key & 1))
+            self._moves[key] = move
+            if not key & 127:
+                self._rows[slot][tid] = move
+        return move
+
+    def legal_moves(self) -> list[Move]:
+        """Every legal move of the seat to move, in a fixed order (empty once over).
+
+        The list is shared until the next move: do not change it.
+        """
+        moves = self._legal
+        if moves is None:
+            moves = self._legal = self._generate()
+        return moves
+
+    def _generate(self) -> list[Move]:
+        if self.over:
+            return []
+        seat = self.current_seat
+        hand = self.hands[seat]
+        moves: list[Move] = []
+        if self.doubles or self.forced >= 0 or self.own_train_only or self.doubles_this_turn:
+            self._generate_constrained(hand, moves)
+        else:
+            # The common case, kept tight: no open double, no drawn tile, no
+            # first-turn chain; the seat's train, Mexican trains, marked trains.
+            n = self.players
+            markers = self.markers
+            rows = self._rows
+            for slot, branch in enumerate(self.trains):
+                if slot < n and slot != seat and not markers[slot]:
+                    continue
+                for end, value in enumerate(branch):
+                    if value < 0:
+                        continue
+                    bits = hand[value]
+                    tids = _TID[value]
+                    row = rows[slot]
+                    while bits:
+                        low = bits & -bits
+                        tid = tids[low.bit_length() - 1]
+                        bits ^= low
+                        if end:
+                            moves.append(self._play_move((tid << 12 | slot << 6 | end) << 1))
+                        else:
+                            moves.append(row[tid] or self._play_move((tid << 12 | slot << 6) << 1))
+        if moves and self._knock_rule and self.counts[seat] == 2:
+            # MT-KNOCK-1: the play that leaves one tile may carry the announcement.
+            announced = [self._play_move(self._key(m) | 1) for m in moves]
+            moves = [x for pair in zip(moves, announced, strict=True) for x in pair]
+        if self.chain_open and self.played_this_turn and not self.owes:
+            moves.append(END_TURN)  # MT-FT-1
+        if not moves:
+            moves.append(DRAW if self.boneyard and not self.drew else PASS)
+        return moves
+
+    def _generate_constrained(self, hand: list[int], moves: list[Move]) -> None:
+        forced = self.forced
+        no_doubles = self._one_double and self.doubles_this_turn > 0  # MT-DBL-4
+        for slot, end, value in self._targets():
+            if forced >= 0:
+                if forced >> 5 == value or forced & 31 == value:
+                    moves.append(self._play_move((forced << 12 | slot << 6 | end) << 1))
+                continue
+            bits = hand[value]
+            tids = _TID[value]
+            while bits:
+                low = bits & -bits
+                other = low.bit_length() - 1
+                bits ^= low
+                if other == value and no_doubles:
+                    continue
+                moves.append(self._play_move((tids[other] << 12 | slot << 6 | end) << 1))
+
+    def _key(self, move: Move) -> int:
+        tile, train = move.tile, move.train
+        assert tile is not None
+        assert train is not None
+        slot = train.number if train.kind is TrainKind.SEAT else self.players + train.number
+        return (tile.a << 5 | tile.b) << 13 | slot << 7 | train.end << 1 | move.announce
+
+    # ------------------------------------------------------------------ moves
+
+    def apply(self, move: Move, seat: int | None = None) -> list[Event]:
+        """Apply ``move`` for the seat to move (``seat``, when given, must be it).
+
+        Returns the events it caused. Raises a :class:`MoveError` (the state is
+        then unchanged): :class:`MalformedMoveError`, :class:`NotYourTurnError`,
+        :class:`GameOverError` or :class:`IllegalMoveError` naming the reason
+        and the rule id.
+        """
+        events: list[Event] = []
+        self._apply(move, seat, events)
+        return events
+
+    def push(self, move: Move, seat: int | None = None) -> None:
+        """:meth:`apply` without building events: for playouts and search."""
+        self._apply(move, seat, None)
+
+    def _apply(self, move: Move, seat: int | None, ev: list[Event] | None) -> None:
+        if self.over:
+            raise GameOverError(
+                f"the game is over: all {self.rounds_total} rounds have been played",
+                rule="MT-RND-1",
+            )
+        if seat is not None and seat != self.current_seat:
+            raise NotYourTurnError(
+                f"it is seat {self.current_seat}'s turn, not seat {seat}'s", rule="MT-ENG-2"
+            )
+        legal = self._legal
+        if legal is None:
+            legal = self._legal = self._generate()
+        if move not in legal:
+            move = self._normalize(move, legal)
+        kind = move.kind
+        if kind is MoveKind.PLAY:
+            self._play(move, ev)
+        elif kind is MoveKind.DRAW:
+            self._draw(ev)
+        elif kind is MoveKind.PASS:
+            if ev is not None:
+                ev.append(Passed(self.current_seat))
+            self._end_turn(True, ev)  # MT-DR-2
+        else:
+            self._end_turn(False, ev)  # MT-FT-1 END_TURN
+        self.version += 1
+        self.history.append(move)
+        self._legal = None
+
+    def _normalize(self, move: Move, legal: list[Move]) -> Move:
+        """The legal move ``move`` stands for, or the error that explains why none."""
+        if not isinstance(move, Move) or not isinstance(move.kind, MoveKind):
+            raise MalformedMoveError(f"{move!r} is not a move", rule="T-2")
+        if move.kind is MoveKind.PLAY:
+            tile, train = move.tile, move.train
+            if not isinstance(tile, tuple) or not isinstance(train, TrainRef):
+                raise MalformedMoveError("a play names a tile and a train", rule="T-2")
+            a, b = tile
+            if not (isinstance(a, int) and isinstance(b, int)):
+                raise MalformedMoveError(f"{tile!r} is not a tile", rule="T-2")
+            if a > b:
+                a, b = b, a
+            if a < 0 or b > self.set_max:
+                raise MalformedMoveError(
+                    f"{a}-{b} is not a tile of the double-{self.set_max} set", rule="T-1"
+                )
+            move = Move(MoveKind.PLAY, TILES[a << 5 | b], train, bool(move.announce))
+            if move in legal:
+                return move
+            plain = move._replace(announce=False)
+            if plain in legal:
+                return plain  # MT-KNOCK-1: the flag on any other play is ignored
+        elif move.tile is not None or move.train is not None:
+            raise MalformedMoveError(f"{move.kind.value} takes no tile or train", rule="T-2")
+        elif move in legal:
+            return move
+        raise self._explain(move, legal)
+
+    def _explain(self, move: Move, legal: list[Move]) -> MoveError:
+        """Why ``move`` (well-formed, not legal) is refused: the reason and rule."""
+        seat = self.current_seat
+        plays = [m for m in legal if m.kind is MoveKind.PLAY]
+        if move.kind is MoveKind.DRAW:
+            if plays:
+                return _illegal("MUST_PLAY", "MT-TURN-2", "you hold a playable tile: play it")
+            if END_TURN in legal:
+                return _illegal("CANNOT_DRAW", "MT-FT-1", "your chain cannot go on: end the turn")
+            if self.drew:
+                return _illegal("CANNOT_DRAW", "MT-DR-1", "you already drew this turn")
+            return _illegal("CANNOT_DRAW", "MT-DR-2", "the boneyard is empty: pass")
+        if move.kind is MoveKind.PASS:
+            if plays:
+                return _illegal("MUST_PLAY", "MT-TURN-2", "you hold a playable tile: play it")
+            if END_TURN in legal:
+                return _illegal("CANNOT_PASS", "MT-FT-1", "your chain cannot go on: end the turn")
+            return _illegal("CANNOT_PASS", "MT-DR-2", "the boneyard is not empty: draw")
+        if move.kind is MoveKind.END_TURN:
+            if not self.chain_open:
+                return _illegal(
+                    "CANNOT_END_TURN", "MT-FT-1", "only a chain first turn is ended by hand"
+                )
+            if self.owes:
+                return _illegal(
+                    "MUST_PAY_DOUBLE", "MT-FT-3", "you owe a tile for your double: play or draw"
+                )
+            return _illegal("CANNOT_END_TURN", "MT-FT-1", "play at least one tile first")
+        tile, train = move.tile, move.train
+        assert tile is not None
+        assert train is not None
+        tid = tile.a << 5 | tile.b
+        if train.kind is TrainKind.SEAT and 0 <= train.number < self.players:
+            slot = train.number
+        elif train.kind is TrainKind.MEXICAN and 0 <= train.number < self._slots - self.players:
+            slot = self.players + train.number
+        else:
+            return _illegal("NO_SUCH_TRAIN", "MT-TR-3", f"there is no train {train}")
+        if not 0 <= train.end < len(self.trains[slot]) or self.trains[slot][train.end] < 0:
+            return _illegal("NO_SUCH_TRAIN", "MT-DBL-7", f"train {train} has no open end there")
+        if not self._holds(seat, tid):
+            return _illegal("TILE_NOT_IN_HAND", "MT-TURN-1", f"{tile} is not in your hand")
+        if self.forced >= 0 and tid != self.forced:
+            drawn = TILES[self.forced]
+            return _illegal(
+                "MUST_PLAY_DRAWN_TILE", "MT-DR-1", f"you drew {drawn}: play it, and only it"
+            )
+        if tile.a == tile.b and self._one_double and self.doubles_this_turn:
+            return _illegal("ONE_DOUBLE_PER_TURN", "MT-DBL-4", "one double per turn")
+        place = (slot, train.end)
+        doubles = self.doubles
+        if doubles and self._block and not doubles[0][_THIS_TURN]:
+            first = doubles[0]
+            if place != (first[_SLOT], first[_END]):
+                if any(place == (d[_SLOT], d[_END]) for d in doubles):
+                    return _illegal(
+                        "OLDEST_DOUBLE_FIRST",
+                        "MT-DBL-4",
+                        f"cover the oldest open double first, on {self._ref(first)}",
+                    )
+                return _illegal(
+                    "MUST_COVER_DOUBLE",
+                    "MT-DBL-3",
+                    f"the open double {first[_VALUE]}-{first[_VALUE]} on {self._ref(first)} "
+                    "must be covered first",
+                )
+        elif self.owes and self._cover_own and self.last_double is not None:
+            last = self.last_double
+            if place != (last[_SLOT], last[_END]):
+                return _illegal(
+                    "MUST_COVER_OWN_DOUBLE",
+                    "MT-DBL-2",
+                    f"the owed tile must cover your double on {self._ref(last)}",
+                )
+        elif self.own_train_only and slot != seat:
+            return _illegal(
+                "FIRST_TURN_OWN_TRAIN", "MT-FT-2", "on your first turn play on your own train only"
+            )
+        elif slot < self.players and slot != seat and not self.markers[slot]:
+            return _illegal(
+                "TRAIN_NOT_AVAILABLE", "MT-TR-3", f"seat {slot}'s train carries no marker"
+            )
+        elif any(place == (d[_SLOT], d[_END]) for d in doubles[1:] if d[_THIS_TURN]):
+            return _illegal(
+                "OLDEST_DOUBLE_FIRST", "MT-DBL-4", "cover this turn's doubles oldest first"
+            )
+        value = self.trains[slot][train.end]
+        if value not in (tile.a, tile.b):
+            return _illegal(
+                "TILE_DOES_NOT_MATCH", "MT-TR-5", f"{tile} does not match the open end {value}"
+            )
+        return _illegal("ILLEGAL_MOVE", "MT-TURN-1", f"{move} is not legal now")
+
+    def _ref(self, double: list[int]) -> TrainRef:
+        return _ref(self.players, double[_SLOT], double[_END])
+
+    def _play(self, move: Move, ev: list[Event] | None) -> None:
+        tile, train = move.tile, move.train
+        assert tile is not None
+        assert train is not None
+        seat = self.current_seat
+        n = self.players
+        slot = train.number if train.kind is TrainKind.SEAT else n + train.number
+        end = train.end
+        a, b = tile
+        branch = self.trains[slot]
+        value = branch[end]
+        other = b if a == value else a
+        self._remove(seat, a << 5 | b)
+        on_table = self.on_table
+        on_table[a] += 1
+        if a != b:
+            on_table[b] += 1
+        doubles = self.doubles
+        answered = None
+        for double in doubles:
+            if double[_SLOT] == slot and double[_END] == end:
+                answered = double
+                break
+        if answered is not None and self._answers_needed > 1:
+            # MT-DBL-7: each answer to a chicken-foot double starts a branch.
+            placed_end = len(branch)
+            branch.append(other)
+            self.train_tiles[slot].append([value << 5 | other])
+            self.branch_parent[slot].append(end)
+        else:
+            placed_end = end
+            branch[end] = other
+            self.train_tiles[slot][end].append(value << 5 | other)
+        if ev is not None:
+            ev.append(TilePlayed(seat, tile, train))
+        if answered is not None:
+            answered[_ANSWERS] += 1
+            if answered[_ANSWERS] >= self._answers_needed:
+                doubles.remove(answered)
+                if answered is self.last_double:
+                    self.last_double = None
+                if self._answers_needed > 1:
+                    branch[end] = -1  # the trunk ends at the chicken foot
+                if ev is not None:
+                    ev.append(DoubleSatisfied(train, value))
+        if slot == seat and self.markers[seat]:
+            self.markers[seat] = False  # MT-TR-4
+            if ev is not None:
+                ev.append(MarkerRemoved(seat))
+        if a == b:
+            double = [slot, placed_end, a, 0, 1]
+            doubles.append(double)
+            self.last_double = double
+        if doubles:
+            self._bury_dead(a, b, ev)
+        self.played_this_turn += 1
+        self.forced = -1
+        # MT-END-1/2: the last tile ends the round (a double only if end_on_double).
+        if not self.counts[seat] and (a != b or self._end_on_double):
+            self._end_round(seat, RoundEndReason.DOMINO, ev)
+            return
+        if self._knock_rule and self.counts[seat] == 1 and not move.announce:
+            self.penalties += 1  # MT-KNOCK-1
+        if a == b:
+            # MT-DBL-1/4/6: a double owes one more tile, from the hand or one new draw.
+            self.owes = True
+            self.drew = False
+            self.doubles_this_turn += 1
+            return
+        self.owes = False
+        if not self.chain_open:
+            self._end_turn(False, ev)
+
+    def _bury_dead(self, a: int, b: int, ev: list[Event] | None) -> None:
+        """MT-DBL-5: a double whose number is all on the table is satisfied for good."""
+        full = self._full
+        for double in list(self.doubles):
+            value = double[_VALUE]
+            if (value in (a, b)) and self.on_table[value] == full:
+                self.doubles.remove(double)
+                if double is self.last_double:
+                    self.last_double = None
+                if ev is not None:
+                    ev.append(DoubleSatisfied(self._ref(double), value, True))
+
+    def _draw(self, ev: list[Event] | None) -> None:
+        """MT-DR-1 / MT-DBL-6: draw one; play it if it fits, else the turn ends."""
+        seat = self.current_seat
+        tid = self.boneyard.pop()
+        self._add(seat, tid)
+        self.drew = True
+        self.chain_open = False  # MT-FT-3: a drawn tile that is played ends the turn
+        if ev is not None:
+            ev.append(TileDrawn(seat, TILES[tid]))
+        a, b = tid >> 5, tid & 31
+        if a == b and self._one_double and self.doubles_this_turn:
+            fits = False  # MT-DBL-4: a second double is unplayable
+        else:
+            fits = any(v in (a, b) for _, _, v in self._targets())
+        if fits:
+            self.forced = tid
+        else:
+            self._end_turn(True, ev)
+
+    # ------------------------------------------------------------------ queries
+
+    @property
+    def totals(self) -> list[int]:
+        """MT-SC-2: each seat's total over the rounds played."""
+        return [sum(rs) for rs in self.round_scores]
+
+    @property
+    def engine(self) -> Tile:
+        return TILES[self.engine_value << 5 | self.engine_value]
+
+    def is_over(self) -> bool:
+        return self.over
+
+    def hand(self, seat: int) -> list[Tile]:
+        """Seat ``seat``'s tiles in canonical order (private: MT-VIS-2)."""
+        hand = self.hands[seat]
+        return [
+            TILES[a << 5 | b]
+            for a in range(self._full)
+            for b in range(a, self._full)
+            if hand[a] >> b & 1
+        ]
+
+    def hand_count(self, seat: int) -> int:
+        return self.counts[seat]
+
+    def boneyard_tiles(self) -> list[Tile]:
+        """The boneyard in draw order (hidden from every view: MT-VIS-3)."""
+        return [TILES[t] for t in reversed(self.boneyard)]
+
+    def train_tiles_of(self, slot: int, end: int = 0) -> list[Tile]:
+        """Branch ``end`` of train ``slot``, oriented ``touching-open`` (API.md)."""
+        return [Tile(c >> 5, c & 31) for c in self.train_tiles[slot][end]]
+
+    def open_doubles(self) -> list[tuple[TrainRef, int, int]]:
+        """Every unsatisfied double that is not dead, oldest first: (train, value, answers)."""
+        return [(self._ref(d), d[_VALUE], d[_ANSWERS]) for d in self.doubles]
+
+    def train_ref(self, slot: int, end: int = 0) -> TrainRef:
+        return _ref(self.players, slot, end)
+
+    @property
+    def slot_count(self) -> int:
+        return self._slots
+
+    # ------------------------------------------------------------------ state
+
+    def to_dict(self) -> dict[str, Any]:
+        """The whole state as plain JSON values (see :meth:`to_bytes`)."""
+        return {
+            "format": STATE_FORMAT,
+            "game": self.name,
+            "rules": self.rules.to_dict(),
+            "players": self.players,
+            "seed": self.seed,
+            "version": self.version,
+            "round": self.round,
+            "starter": self.starter,
+            "hands": [
+                [
+                    a << 5 | b
+                    for a in range(self._full)
+                    for b in range(a, self._full)
+                    if hand[a] >> b & 1
+                ]
+                for hand in self.hands
+            ],
+            "boneyard": self.boneyard,
+            "trains": [
+                [[p, v, tiles] for p, v, tiles in zip(parents, values, tiles_, strict=True)]
+                for parents, values, tiles_ in zip(
+                    self.branch_parent, self.trains, self.train_tiles, strict=True
+                )
+            ],
+            "markers": self.markers,
+            "doubles": self.doubles,
+            "first_turn_pending": self.first_turn_pending,
+            "turn": [
+                self.current_seat,
+                self.owes,
+                self.drew,
+                self.forced,
+                self.doubles_this_turn,
+                self.played_this_turn,
+                self.penalties,
+                -1 if self.last_double is None else self.doubles.index(self.last_double),
+                self.own_train_only,
+                self.chain_open,
+            ],
+            "round_scores": self.round_scores,
+            "over": self.over,
+            "winners": list(self.winners),
+            "history": " ".join(map(str, self.history)),
+        }
+
+    def to_bytes(self) -> bytes:
+        """A compact serialized form of the whole state; :func:`load` reverses it."""
+        return json.dumps(self.to_dict(), separators=(",", ":")).encode()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MexicanTrain:
+        """Rebuild a state from :meth:`to_dict`'s output, without replaying it."""
+        try:
+            if data["format"] != STATE_FORMAT or data["game"] != cls.name:
+                raise CorruptStateError(f"state format {data['format']!r} is not {STATE_FORMAT}")
+            self = cls.__new__(cls)
+            self.rules = Ruleset.from_dict(data["rules"])  # type: ignore[misc]
+            self.players = data["players"]  # type: ignore[misc]
+            self.seed = data["seed"]  # type: ignore[misc]
+            self._setup()
+            self.opening_events = []
+            self.version = data["version"]
+            self.round = data["round"]
+            self.engine_value = self._first_engine - (self.round - 1)
+            self.starter = data["starter"]
+            n = self.players
+            self.hands = [[0] * self._full for _ in range(n)]
+            self.counts = [0] * n
+            self.pips = [0] * n
+            for seat, tids in enumerate(data["hands"]):
+                for tid in tids:
+                    self._add(seat, tid)
+            self.boneyard = list(data["boneyard"])
+            self.branch_parent = [[br[0] for br in train] for train in data["trains"]]
+            self.trains = [[br[1] for br in train] for train in data["trains"]]
+            self.train_tiles = [[list(br[2]) for br in train] for train in data["trains"]]
+            self.on_table = [0] * self._full
+            self.on_table[self.engine_value] = 1
+            for train in self.train_tiles:
+                for branch in train:
+                    for code in branch:
+                        x, y = code >> 5, code & 31
+                        self.on_table[x] += 1
+                        if x != y:
+                            self.on_table[y] += 1
+            self.markers = list(data["markers"])
+            self.doubles = [list(d) for d in data["doubles"]]
+            self.first_turn_pending = list(data["first_turn_pending"])
+            (
+                self.current_seat,
+                self.owes,
+                self.drew,
+                self.forced,
+                self.doubles_this_turn,
+                self.played_this_turn,
+                self.penalties,
+                last,
+                self.own_train_only,
+                self.chain_open,
+            ) = data["turn"]
+            self.last_double = None if last < 0 else self.doubles[last]
+            self.round_scores = [list(rs) for rs in data["round_scores"]]
+            self.over = data["over"]
+            self.winners = tuple(data["winners"])
+            text = data["history"]
+            self.history = [Move.parse(t) for t in text.split(" ")] if text else []
+            if len(self.history) != self.version:
+                raise CorruptStateError("the history does not match the version")
+            return self
+        except CorruptStateError:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+            raise CorruptStateError(f"not a Mexican Train state: {exc!r}") from exc
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MexicanTrain):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        state = "over" if self.over else f"seat {self.current_seat} to move"
+        return (
+            f"<MexicanTrain {self.rules.preset} {self.players}p round {self.round}/"
+            f"{self.rounds_total} v{self.version}: {state}>"
+        )
+
+    @property
+    def seed_sha256(self) -> str:
+        """MT-FAIR-1: the commitment to the seed, public from the start."""
+        return hashlib.sha256(self.seed.encode()).hexdigest()
+
+
+def _illegal(reason: str, rule: str, message: str) -> IllegalMoveError:
+    return IllegalMoveError(message, rule=rule, reason=reason)
+
+
+def replay(ruleset: Ruleset, players: int, seed: str, moves: Sequence[Move | str]) -> MexicanTrain:
+    """Rebuild a game from its ruleset, player count, seed and moves."""
+    game = MexicanTrain(ruleset, players, seed)
+    for move in moves:
+        game.push(Move.parse(move) if isinstance(move, str) else move)
+    return game

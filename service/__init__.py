@@ -1,0 +1,1 @@
+"""Railyard's service: the application layer, stores, transports (issue 3)."""

@@ -1,0 +1,66 @@
+"""MT-FAIR-1: the deal shuffle of API.md matches its published test vectors."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine import MexicanTrain, preset
+from engine.shuffle import shuffle
+from engine.tiles import TILES, canonical_ids
+
+# A copy of ../shared/vectors/shuffle.json, so the test never depends on the
+# checkout's neighbours; test_vectors_copy_is_current keeps it honest.
+VECTORS = Path(__file__).parent / "fixtures" / "shuffle.json"
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "vectors" / "shuffle.json"
+API_MD_START = "3-12 3-9 3-4 8-8 2-4 10-12 4-7 0-4 2-7 4-4".split()
+API_MD_END = "4-5 2-12 7-7 7-9 1-4".split()
+
+
+def _shuffled(seed: str, label: str, set_max: int, set_aside: bool) -> list[str]:
+    tiles = canonical_ids(set_max)
+    if set_aside:
+        tiles = [t for t in tiles if t != (set_max << 5 | set_max)]
+    return [str(TILES[t]) for t in shuffle(seed, label, tiles)]
+
+
+def test_mt_fair_1_api_md_vector() -> None:
+    out = _shuffled("railyard", "round:1:deal", 12, True)
+    assert out[:10] == API_MD_START
+    assert out[-5:] == API_MD_END
+    assert len(out) == 90
+
+
+def _cases() -> list[dict[str, Any]]:
+    cases: list[dict[str, Any]] = json.loads(VECTORS.read_text())["cases"]
+    return cases
+
+
+@pytest.mark.parametrize("case", _cases(), ids=lambda c: f"{c['seed']}:{c['label']}:{c['set']}")
+def test_mt_fair_1_shared_vectors(case: dict[str, Any]) -> None:
+    out = _shuffled(case["seed"], case["label"], case["set"], case["engine_set_aside"])
+    assert out == case["shuffled"]
+
+
+def test_mt_fair_1_deal_uses_the_shuffle() -> None:
+    """API.md step 5: seat 0 takes the first h tiles, then seat 1 ...; the rest
+    is the boneyard drawn from the front."""
+    order = _shuffled("railyard", "round:1:deal", 12, True)
+    game = MexicanTrain(preset("standard"), 4, "railyard")
+    for seat in range(4):
+        assert sorted(map(str, game.hand(seat))) == sorted(order[seat * 15 : seat * 15 + 15])
+    assert [str(t) for t in game.boneyard_tiles()] == order[60:]
+
+
+def test_mt_fair_1_seed_commitment() -> None:
+    game = MexicanTrain(preset("standard"), 2, "railyard")
+    assert game.seed_sha256 == hashlib.sha256(b"railyard").hexdigest()
+
+
+@pytest.mark.skipif(not SHARED.exists(), reason="../shared is not beside this checkout")
+def test_vectors_copy_is_current() -> None:
+    assert json.loads(SHARED.read_text()) == json.loads(VECTORS.read_text())
