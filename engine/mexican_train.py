@@ -59,6 +59,12 @@ from engine.tiles import TILES, Tile, canonical_ids
 #: Version of :meth:`MexicanTrain.to_bytes`'s format.
 STATE_FORMAT: Final = 1
 
+# Enum members are looked up once: a class attribute access costs ~150 ns.
+_PLAY: Final = MoveKind.PLAY
+_DRAW: Final = MoveKind.DRAW
+_PASS: Final = MoveKind.PASS
+_SEAT: Final = TrainKind.SEAT
+
 # Fields of an open double entry (a small list, mutated in place).
 _SLOT, _END, _VALUE, _ANSWERS, _THIS_TURN = range(5)
 
@@ -172,8 +178,15 @@ class MexicanTrain:
         else:
             order = shuffle(self.seed, label, list(self._canon))
         for seat in range(n):
+            hand = self.hands[seat]
+            pips = 0
             for tid in order[seat * h : (seat + 1) * h]:
-                self._add(seat, tid)
+                a, b = tid >> 5, tid & 31
+                hand[a] |= 1 << b
+                hand[b] |= 1 << a
+                pips += a + b
+            self.counts[seat] = h
+            self.pips[seat] = pips
         # The boneyard is drawn from the front (API.md step 5): keep it reversed
         # so a draw is a pop from the end.
         self.boneyard = order[n * h :][::-1]
@@ -183,6 +196,8 @@ class MexicanTrain:
         self.train_tiles: list[list[list[int]]] = [[[]] for _ in range(self._slots)]
         self.branch_parent: list[list[int]] = [[-1] for _ in range(self._slots)]
         self.markers = [False] * n
+        self._available: list[list[int] | None] = [None] * n
+        self._branched = False  # a chicken foot split a train this round
         self.on_table = [0] * self._full
         self.on_table[engine] = 1  # MT-DBL-5: the engine is on the table
         self.doubles: list[list[int]] = []
@@ -273,6 +288,7 @@ class MexicanTrain:
         if marker and not self.markers[seat]:
             # MT-TR-4: a draw that could not be played, or a pass.
             self.markers[seat] = True
+            self._available = [None] * self.players
             if ev is not None:
                 ev.append(MarkerPlaced(seat))
         if self.penalties:
@@ -356,9 +372,10 @@ class MexicanTrain:
         if self.own_train_only:
             slots: Iterable[int] = (seat,)
         else:
-            markers = self.markers
-            n = self.players
-            slots = [s for s in range(self._slots) if s == seat or s >= n or markers[s]]
+            available = self._available[seat]
+            if available is None:
+                available = self._available[seat] = self._available_slots(seat)
+            slots = available
         targets = []
         for slot in slots:
             for end, value in enumerate(trains[slot]):
@@ -397,31 +414,34 @@ class MexicanTrain:
         seat = self.current_seat
         hand = self.hands[seat]
         moves: list[Move] = []
-        if self.doubles or self.forced >= 0 or self.own_train_only or self.doubles_this_turn:
+        if (
+            self.doubles
+            or self.forced >= 0
+            or self.own_train_only
+            or self.doubles_this_turn
+            or self._branched
+        ):
             self._generate_constrained(hand, moves)
         else:
             # The common case, kept tight: no open double, no drawn tile, no
-            # first-turn chain; the seat's train, Mexican trains, marked trains.
-            n = self.players
-            markers = self.markers
+            # first-turn chain, no branches; the seat's own train, the Mexican
+            # trains and the marked trains (MT-TR-3), one open end each.
+            available = self._available[seat]
+            if available is None:
+                available = self._available[seat] = self._available_slots(seat)
+            trains = self.trains
             rows = self._rows
-            for slot, branch in enumerate(self.trains):
-                if slot < n and slot != seat and not markers[slot]:
-                    continue
-                for end, value in enumerate(branch):
-                    if value < 0:
-                        continue
-                    bits = hand[value]
+            for slot in available:
+                value = trains[slot][0]
+                bits = hand[value]
+                if bits:
                     tids = _TID[value]
                     row = rows[slot]
                     while bits:
                         low = bits & -bits
                         tid = tids[low.bit_length() - 1]
                         bits ^= low
-                        if end:
-                            moves.append(self._play_move((tid << 12 | slot << 6 | end) << 1))
-                        else:
-                            moves.append(row[tid] or self._play_move((tid << 12 | slot << 6) << 1))
+                        moves.append(row[tid] or self._play_move((tid << 12 | slot << 6) << 1))
         if moves and self._knock_rule and self.counts[seat] == 2:
             # MT-KNOCK-1: the play that leaves one tile may carry the announcement.
             announced = [self._play_move(self._key(m) | 1) for m in moves]
@@ -431,6 +451,12 @@ class MexicanTrain:
         if not moves:
             moves.append(DRAW if self.boneyard and not self.drew else PASS)
         return moves
+
+    def _available_slots(self, seat: int) -> list[int]:
+        """MT-TR-3: the seat's own train, every Mexican train, every marked train."""
+        n = self.players
+        markers = self.markers
+        return [s for s in range(self._slots) if s == seat or s >= n or markers[s]]
 
     def _generate_constrained(self, hand: list[int], moves: list[Move]) -> None:
         forced = self.forced
@@ -454,7 +480,7 @@ class MexicanTrain:
         tile, train = move.tile, move.train
         assert tile is not None
         assert train is not None
-        slot = train.number if train.kind is TrainKind.SEAT else self.players + train.number
+        slot = train.number if train.kind is _SEAT else self.players + train.number
         return (tile.a << 5 | tile.b) << 13 | slot << 7 | train.end << 1 | move.announce
 
     # ------------------------------------------------------------------ moves
@@ -491,11 +517,11 @@ class MexicanTrain:
         if move not in legal:
             move = self._normalize(move, legal)
         kind = move.kind
-        if kind is MoveKind.PLAY:
+        if kind is _PLAY:
             self._play(move, ev)
-        elif kind is MoveKind.DRAW:
+        elif kind is _DRAW:
             self._draw(ev)
-        elif kind is MoveKind.PASS:
+        elif kind is _PASS:
             if ev is not None:
                 ev.append(Passed(self.current_seat))
             self._end_turn(True, ev)  # MT-DR-2
@@ -636,13 +662,17 @@ class MexicanTrain:
         assert train is not None
         seat = self.current_seat
         n = self.players
-        slot = train.number if train.kind is TrainKind.SEAT else n + train.number
+        slot = train.number if train.kind is _SEAT else n + train.number
         end = train.end
         a, b = tile
         branch = self.trains[slot]
         value = branch[end]
         other = b if a == value else a
-        self._remove(seat, a << 5 | b)
+        hand = self.hands[seat]
+        hand[a] &= ~(1 << b)
+        hand[b] &= ~(1 << a)
+        self.counts[seat] -= 1
+        self.pips[seat] -= a + b
         on_table = self.on_table
         on_table[a] += 1
         if a != b:
@@ -657,6 +687,7 @@ class MexicanTrain:
             # MT-DBL-7: each answer to a chicken-foot double starts a branch.
             placed_end = len(branch)
             branch.append(other)
+            self._branched = True
             self.train_tiles[slot].append([value << 5 | other])
             self.branch_parent[slot].append(end)
         else:
@@ -677,6 +708,7 @@ class MexicanTrain:
                     ev.append(DoubleSatisfied(train, value))
         if slot == seat and self.markers[seat]:
             self.markers[seat] = False  # MT-TR-4
+            self._available = [None] * self.players
             if ev is not None:
                 ev.append(MarkerRemoved(seat))
         if a == b:
@@ -871,6 +903,8 @@ class MexicanTrain:
                         if x != y:
                             self.on_table[y] += 1
             self.markers = list(data["markers"])
+            self._available = [None] * n
+            self._branched = any(len(train) > 1 for train in self.trains)
             self.doubles = [list(d) for d in data["doubles"]]
             self.first_turn_pending = list(data["first_turn_pending"])
             (
