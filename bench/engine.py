@@ -105,7 +105,9 @@ def playout_work(variant: Variant, use_apply: bool) -> Callable[[Sequence[str]],
 
     def run(seeds: Sequence[str]) -> int:
         rng = random.Random()
-        choice = rng.choice
+        # Uniform choice by scaling random(): Random.choice costs ~1 us a call
+        # in pure Python, a tenth of a move, and the chooser is not the engine.
+        rnd = rng.random
         moves = 0
         for seed in seeds:
             rng.seed(seed)
@@ -113,7 +115,8 @@ def playout_work(variant: Variant, use_apply: bool) -> Callable[[Sequence[str]],
             legal = game.legal_moves
             step = game.apply if use_apply else game.push
             while not game.over:
-                step(choice(legal()))
+                options = legal()
+                step(options[int(rnd() * len(options))])
             moves += game.version
         return moves
 

@@ -28,6 +28,7 @@ from engine.errors import (
     MalformedMoveError,
     MoveError,
     NotYourTurnError,
+    RailyardError,
 )
 from engine.events import (
     DoubleSatisfied,
@@ -108,7 +109,7 @@ class MexicanTrain:
 
     def __init__(self, ruleset: Ruleset, players: int, seed: str) -> None:
         if not isinstance(seed, str):
-            raise MalformedMoveError("the seed is text", rule="MT-FAIR-1")
+            raise RailyardError(f"the seed is text, not {type(seed).__name__}", rule="MT-FAIR-1")
         rules = ruleset.resolve(players)
         self.rules: Final = rules
         self.players: Final = players
@@ -504,12 +505,15 @@ class MexicanTrain:
     def _apply(self, move: Move, seat: int | None, ev: list[Event] | None) -> None:
         if self.over:
             raise GameOverError(
-                f"the game is over: all {self.rounds_total} rounds have been played",
+                f"{_text(move)} is not legal: the game is over, all {self.rounds_total} "
+                "rounds have been played",
                 rule="MT-RND-1",
             )
         if seat is not None and seat != self.current_seat:
             raise NotYourTurnError(
-                f"it is seat {self.current_seat}'s turn, not seat {seat}'s", rule="MT-ENG-2"
+                f"{_text(move)} is not legal: it is seat {self.current_seat}'s turn, "
+                f"not seat {seat}'s",
+                rule="MT-ENG-2",
             )
         legal = self._legal
         if legal is None:
@@ -558,7 +562,11 @@ class MexicanTrain:
             raise MalformedMoveError(f"{move.kind.value} takes no tile or train", rule="T-2")
         elif move in legal:
             return move
-        raise self._explain(move, legal)
+        why = self._explain(move, legal)
+        # The message names the move, so a log line or a client error stands alone.
+        raise IllegalMoveError(
+            f"{move} is not legal: {why.message}", rule=why.rule, reason=why.reason
+        )
 
     def _explain(self, move: Move, legal: list[Move]) -> MoveError:
         """Why ``move`` (well-formed, not legal) is refused: the reason and rule."""
@@ -920,6 +928,11 @@ class MexicanTrain:
                 self.chain_open,
             ) = data["turn"]
             self.last_double = None if last < 0 else self.doubles[last]
+            shape = (len(self.hands), len(self.markers), len(self.first_turn_pending))
+            if shape != (n, n, n) or len(self.trains) != self._slots:
+                raise CorruptStateError("the seats or trains do not match the player count")
+            if not 0 <= self.current_seat < n or not 1 <= self.round <= self.rounds_total:
+                raise CorruptStateError("the seat to move or the round is out of range")
             self.round_scores = [list(rs) for rs in data["round_scores"]]
             self.over = data["over"]
             self.winners = tuple(data["winners"])
@@ -930,7 +943,7 @@ class MexicanTrain:
             return self
         except CorruptStateError:
             raise
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        except (RailyardError, KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
             raise CorruptStateError(f"not a Mexican Train state: {exc!r}") from exc
 
     def __eq__(self, other: object) -> bool:
@@ -951,6 +964,14 @@ class MexicanTrain:
     def seed_sha256(self) -> str:
         """MT-FAIR-1: the commitment to the seed, public from the start."""
         return hashlib.sha256(self.seed.encode()).hexdigest()
+
+
+def _text(move: object) -> str:
+    """A move's text form for a message, whatever the caller passed."""
+    try:
+        return str(move) if isinstance(move, Move) else repr(move)
+    except (TypeError, ValueError, AttributeError):
+        return repr(move)
 
 
 def _illegal(reason: str, rule: str, message: str) -> IllegalMoveError:

@@ -10,6 +10,7 @@ value, and reads each option in one place.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -215,7 +216,16 @@ class Ruleset:
         Raises :class:`RulesetError` (bad count or option) or
         :class:`DealDoesNotFitError` (MT-DEAL-1/2), naming the numbers.
         """
-        if not isinstance(players, int) or not MIN_PLAYERS <= players <= MAX_PLAYERS:
+        if isinstance(players, int) and not isinstance(players, bool):
+            return _resolve(self, players)
+        return self._resolve(players)
+
+    def _resolve(self, players: int) -> Ruleset:
+        if (
+            not isinstance(players, int)
+            or isinstance(players, bool)
+            or not MIN_PLAYERS <= players <= MAX_PLAYERS
+        ):
             raise RulesetError(
                 f"a game has {MIN_PLAYERS} to {MAX_PLAYERS} players, not {players}",
                 rule="MT-SET-2",
@@ -276,6 +286,13 @@ class Ruleset:
 
 
 _FIELDS: Final = frozenset(f.name for f in dataclasses.fields(Ruleset))
+
+
+@functools.lru_cache(maxsize=1024)
+def _resolve(ruleset: Ruleset, players: int) -> Ruleset:
+    # Rulesets are frozen values and a game is dealt for every round of a
+    # playout: resolving once per (ruleset, players) keeps it off the hot path.
+    return ruleset._resolve(players)
 
 
 def _coerce(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ and one mask. The public value is :class:`Tile`.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Final, NamedTuple
 
@@ -81,6 +82,7 @@ def set_size(n: int) -> int:
     return (n + 1) * (n + 2) // 2
 
 
-def canonical_ids(n: int) -> list[int]:
+@functools.cache
+def canonical_ids(n: int) -> tuple[int, ...]:
     """The ids of the double-N set in canonical order (by ``a``, then ``b``)."""
-    return [a << 5 | b for a in range(n + 1) for b in range(a, n + 1)]
+    return tuple(a << 5 | b for a in range(n + 1) for b in range(a, n + 1))

@@ -22,7 +22,7 @@ API_MD_END = "4-5 2-12 7-7 7-9 1-4".split()
 
 
 def _shuffled(seed: str, label: str, set_max: int, set_aside: bool) -> list[str]:
-    tiles = canonical_ids(set_max)
+    tiles = list(canonical_ids(set_max))
     if set_aside:
         tiles = [t for t in tiles if t != (set_max << 5 | set_max)]
     return [str(TILES[t]) for t in shuffle(seed, label, tiles)]
