@@ -35,7 +35,7 @@ from engine.events import (
     TurnStarted,
     for_seat,
 )
-from engine.mexican_train import MexicanTrain, replay
+from engine.mexican_train import GameStatus, MexicanTrain, replay
 from engine.moves import (
     DRAW,
     END_TURN,
@@ -81,6 +81,7 @@ __all__ = [
     "FirstTurn",
     "GameEnded",
     "GameOverError",
+    "GameStatus",
     "GameType",
     "GameView",
     "HandSizeTable",

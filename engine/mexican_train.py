@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
+from enum import StrEnum
 from typing import Any, Final
 
 from engine.errors import (
@@ -59,6 +60,12 @@ from engine.tiles import TILES, Tile, canonical_ids
 
 #: Version of :meth:`MexicanTrain.to_bytes`'s format.
 STATE_FORMAT: Final = 1
+
+
+class GameStatus(StrEnum):
+    IN_PROGRESS = "in_progress"
+    FINISHED = "finished"
+
 
 # Enum members are looked up once: a class attribute access costs ~150 ns.
 _PLAY: Final = MoveKind.PLAY
@@ -787,6 +794,10 @@ class MexicanTrain:
 
     def is_over(self) -> bool:
         return self.over
+
+    @property
+    def status(self) -> GameStatus:
+        return GameStatus.FINISHED if self.over else GameStatus.IN_PROGRESS
 
     def hand(self, seat: int) -> list[Tile]:
         """Seat ``seat``'s tiles in canonical order (private: MT-VIS-2)."""

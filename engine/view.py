@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine.mexican_train import MexicanTrain
+from engine.mexican_train import GameStatus, MexicanTrain
 from engine.moves import TrainRef
 from engine.tiles import Tile
 
@@ -62,6 +62,7 @@ class TurnView:
 @dataclass(frozen=True, slots=True)
 class GameView:
     version: int
+    status: GameStatus
     over: bool
     ruleset: dict[str, Any]
     round: int
@@ -117,6 +118,7 @@ def build_view(game: MexicanTrain, seat: int | None = None) -> GameView:
     over = game.is_over()
     return GameView(
         version=game.version,
+        status=game.status,
         over=over,
         ruleset=game.rules.to_dict(),
         round=game.round,
