@@ -1,0 +1,394 @@
+"""The application layer: the one implementation both transports call.
+
+Each call loads the game from the store, asks the engine, and saves with one
+atomic compare-and-set on the version; nothing about a game is kept in this
+process between requests. gRPC handlers and HTTP routes only translate their
+wire into these calls and :class:`~service.errors.ServiceError` back out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import grpc
+
+import engine
+from engine.bots import random_move
+from service import convert
+from service import errors as err
+from service.api import game_service_pb2 as pb
+from service.errors import ServiceError
+from service.settings import Settings
+from service.store import Commit, GameRecord, Store, StoredEvent, StoreUnavailableError
+
+log = logging.getLogger("railyard")
+
+MAX_REQUEST_ID: Final = 64
+MAX_NAME: Final = 64
+_GAME_ID_CHARS: Final = frozenset("0123456789abcdef")
+_GAME_ID_LEN: Final = 20
+# A move whose commit lost a race is retried from a fresh load this many times
+# when the client gave no expectedVersion (with one, it is ABORTED at once).
+_COMMIT_ATTEMPTS: Final = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is calling: the bearer token (if any) and the peer, for rate limits."""
+
+    token: str | None = None
+    peer: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Seats:
+    """The service's metadata of a game: names, bot levels, token hashes."""
+
+    names: tuple[str, ...]
+    bots: tuple[int, ...]
+    token_hashes: tuple[str, ...]
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(
+            {"names": self.names, "bots": self.bots, "tokens": self.token_hashes},
+            separators=(",", ":"),
+        ).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Seats:
+        raw = json.loads(data)
+        return cls(tuple(raw["names"]), tuple(raw["bots"]), tuple(raw["tokens"]))
+
+    def seat_of(self, token: str) -> int | None:
+        """The seat whose token this is; every hash is compared, in constant time."""
+        digest = _hash_token(token)
+        found = None
+        for seat, stored in enumerate(self.token_hashes):
+            if hmac.compare_digest(digest, stored):
+                found = seat
+        return found
+
+
+def _hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class _RateLimiter:
+    """A token bucket per caller; in-process, so the limit is per replica."""
+
+    def __init__(self, rate: float, burst: int) -> None:
+        self._rate = rate
+        self._burst = float(burst)
+        self._buckets: dict[str, tuple[float, float]] = {}
+
+    def check(self, key: str) -> None:
+        if self._rate <= 0:
+            return
+        now = time.monotonic()
+        tokens, last = self._buckets.get(key, (self._burst, now))
+        tokens = min(self._burst, tokens + (now - last) * self._rate)
+        if tokens < 1:
+            self._buckets[key] = (tokens, now)
+            raise err.rate_limited((1 - tokens) / self._rate)
+        self._buckets[key] = (tokens - 1, now)
+        if len(self._buckets) > 100_000:  # forget idle callers
+            self._buckets = {k: v for k, v in self._buckets.items() if now - v[1] < 60}
+
+
+class _Loaded:
+    """A game as loaded for one request."""
+
+    __slots__ = ("game", "record", "seats")
+
+    def __init__(self, record: GameRecord) -> None:
+        self.record = record
+        self.seats = Seats.from_bytes(record.meta)
+        try:
+            self.game = engine.load(record.state)
+        except engine.CorruptStateError as exc:
+            log.error("game %s: stored state unreadable: %s", record.game_id, exc)
+            raise err.from_engine(exc) from exc
+
+
+class GameApp:
+    """create, view, legal moves, apply, watch, log, rulesets."""
+
+    def __init__(self, store: Store, settings: Settings | None = None) -> None:
+        self.store = store
+        self.settings = settings or Settings()
+        self._limiter = _RateLimiter(self.settings.rate_limit, self.settings.rate_burst)
+
+    # ------------------------------------------------------------ helpers
+
+    def _admit(self, caller: Caller) -> None:
+        key = _hash_token(caller.token) if caller.token else f"peer:{caller.peer}"
+        self._limiter.check(key)
+
+    async def _load(self, game_id: str) -> _Loaded:
+        if len(game_id) != _GAME_ID_LEN or not set(game_id) <= _GAME_ID_CHARS:
+            raise err.not_found(game_id)
+        try:
+            record = await self.store.load(game_id)
+        except StoreUnavailableError as exc:
+            raise err.from_store(exc) from exc
+        if record is None:
+            raise err.not_found(game_id)
+        return _Loaded(record)
+
+    @staticmethod
+    def _seat(loaded: _Loaded, caller: Caller, required: bool) -> int | None:
+        if caller.token is None or caller.token == "":
+            if required:
+                raise err.unauthenticated()
+            return None
+        seat = loaded.seats.seat_of(caller.token)
+        if seat is None:
+            raise err.bad_token(loaded.record.game_id)
+        return seat
+
+    @staticmethod
+    def _view(loaded: _Loaded, seat: int | None) -> pb.GameView:
+        view = engine.build_view(loaded.game, seat)
+        return convert.view_to_proto(
+            view, loaded.record.game_id, loaded.seats.names, loaded.seats.bots
+        )
+
+    @staticmethod
+    def _play_bots(game: engine.MexicanTrain, bots: Sequence[int], out: list[StoredEvent]) -> None:
+        """API.md Bots: play bot seats until a person is to move or the game ends."""
+        while not game.over and bots[game.current_seat]:
+            seat = game.current_seat
+            view = engine.build_view(game, seat)
+            move = random_move(view, game.legal_moves(), f"{game.seed}:{game.version}:{seat}")
+            _append(out, game.apply(move, seat=seat), game.version)
+
+    @staticmethod
+    def _check_request_id(request_id: str) -> None:
+        if len(request_id) > MAX_REQUEST_ID:
+            raise err.invalid(f"requestId is longer than {MAX_REQUEST_ID} characters")
+
+    # ------------------------------------------------------------ calls
+
+    async def create_game(
+        self, request: pb.CreateGameRequest, caller: Caller
+    ) -> pb.CreateGameResponse:
+        self._admit(caller)
+        self._check_request_id(request.request_id)
+        players = list(request.players)
+        if not players:
+            raise err.invalid("players is empty: give one entry per seat", rule="MT-SET-2")
+        for i, player in enumerate(players):
+            if len(player.display_name) > MAX_NAME:
+                raise err.invalid(f"players[{i}].displayName is longer than {MAX_NAME} characters")
+            if player.bot not in pb.BotLevel.values():
+                raise err.invalid(f"players[{i}].bot {player.bot} is not a bot level")
+        try:
+            ruleset = convert.ruleset_from_proto(request.ruleset)
+            seed = request.seed or secrets.token_hex(16)
+            game = engine.new_game(ruleset, len(players), seed)
+        except engine.RailyardError as exc:
+            raise err.from_engine(exc) from exc
+        if request.request_id:
+            # A retry must land on the same game: its id follows from the request.
+            digest = hashlib.sha256(b"create\0" + request.SerializeToString(deterministic=True))
+            game_id = digest.hexdigest()[:_GAME_ID_LEN]
+        else:
+            game_id = secrets.token_hex(_GAME_ID_LEN // 2)
+        tokens = [secrets.token_urlsafe(24) for _ in players]  # 192 random bits each
+        seats = Seats(
+            names=tuple(p.display_name or f"Player {i + 1}" for i, p in enumerate(players)),
+            bots=tuple(int(p.bot) for p in players),
+            token_hashes=tuple(_hash_token(t) for t in tokens),
+        )
+        events: list[StoredEvent] = []
+        _append(events, game.opening_events, 0)
+        self._play_bots(game, seats.bots, events)
+        loaded = _Loaded.__new__(_Loaded)
+        loaded.record = GameRecord(game_id, game.version, b"", b"")
+        loaded.seats = seats
+        loaded.game = game
+        response = pb.CreateGameResponse(
+            game=self._view(loaded, None),
+            seats=[pb.SeatToken(seat=i, token=t) for i, t in enumerate(tokens)],
+        )
+        record = GameRecord(game_id, game.version, game.to_bytes(), seats.to_bytes())
+        key = f"create:{request.request_id}" if request.request_id else None
+        payload = response.SerializeToString()
+        try:
+            remembered = await self.store.create(record, events, key, payload)
+        except StoreUnavailableError as exc:
+            raise err.from_store(exc) from exc
+        if remembered is not None:
+            return pb.CreateGameResponse.FromString(remembered)
+        log.info("game %s created: %d players, %s", game_id, len(players), ruleset.preset)
+        return response
+
+    async def get_game(self, game_id: str, caller: Caller) -> pb.GameView:
+        self._admit(caller)
+        loaded = await self._load(game_id)
+        return self._view(loaded, self._seat(loaded, caller, required=False))
+
+    async def list_legal_moves(self, game_id: str, caller: Caller) -> pb.ListLegalMovesResponse:
+        self._admit(caller)
+        loaded = await self._load(game_id)
+        seat = self._seat(loaded, caller, required=True)
+        game = loaded.game
+        response = pb.ListLegalMovesResponse(version=game.version)
+        if not game.over and game.current_seat == seat:
+            for move in game.legal_moves():
+                response.moves.add(move=convert.move_to_proto(move), notation=str(move))
+        return response
+
+    async def apply_move(
+        self, request: pb.ApplyMoveRequest, caller: Caller
+    ) -> pb.ApplyMoveResponse:
+        self._admit(caller)
+        self._check_request_id(request.request_id)
+        if not request.HasField("move"):
+            raise err.invalid("move is missing")
+        move = convert.move_from_proto(request.move)
+        expected = request.expected_version if request.HasField("expected_version") else None
+        key: str | None = None
+        for _ in range(_COMMIT_ATTEMPTS):
+            loaded = await self._load(request.game_id)
+            seat = self._seat(loaded, caller, required=True)
+            assert seat is not None
+            if request.request_id:
+                key = f"move:{seat}:{request.request_id}"
+                remembered = await self._recall(request.game_id, key)
+                if remembered is not None:
+                    return remembered
+            base = loaded.record.version
+            if expected is not None and expected != base:
+                raise err.version_mismatch(expected, base)
+            game = loaded.game
+            try:
+                moved = game.apply(move, seat=seat)
+            except engine.RailyardError as exc:
+                raise err.from_engine(exc) from exc
+            events: list[StoredEvent] = []
+            _append(events, moved, game.version)
+            self._play_bots(game, loaded.seats.bots, events)
+            response = pb.ApplyMoveResponse(
+                game=self._view(loaded, seat),
+                events=[convert.redact(pb.GameEvent.FromString(e.payload), seat) for e in events],
+            )
+            try:
+                result = await self.store.commit(
+                    request.game_id,
+                    base,
+                    game.version,
+                    game.to_bytes(),
+                    events,
+                    key,
+                    response.SerializeToString() if key else None,
+                )
+            except StoreUnavailableError as exc:
+                raise err.from_store(exc) from exc
+            if result is Commit.OK:
+                return response
+            if result is Commit.NOT_FOUND:
+                raise err.not_found(request.game_id)
+            # Lost the race for this version: a retry of the same request may
+            # have won it; otherwise refuse (expectedVersion given) or go again.
+            if key is not None:
+                remembered = await self._recall(request.game_id, key)
+                if remembered is not None:
+                    return remembered
+            if expected is not None:
+                current = await self._load(request.game_id)
+                raise err.version_mismatch(expected, current.record.version)
+        raise ServiceError(
+            grpc.StatusCode.ABORTED,
+            "VERSION_MISMATCH",
+            "the game kept changing under this move; retry",
+        )
+
+    async def _recall(self, game_id: str, key: str) -> pb.ApplyMoveResponse | None:
+        try:
+            data = await self.store.recall(game_id, key)
+        except StoreUnavailableError as exc:
+            raise err.from_store(exc) from exc
+        return None if data is None else pb.ApplyMoveResponse.FromString(data)
+
+    async def watch_game(
+        self, game_id: str, after_version: int | None, caller: Caller
+    ) -> AsyncIterator[pb.GameEvent | None]:
+        """A snapshot, the events after ``after_version``, then live events until
+        the game ends. Yields ``None`` after each quiet keep-alive period."""
+        self._admit(caller)
+        loaded = await self._load(game_id)
+        seat = self._seat(loaded, caller, required=False)
+        version = loaded.record.version
+        yield pb.GameEvent(version=version, snapshot=self._view(loaded, seat))
+        # Stream ids are <version>-<seq> with seq from 1, so (v + 1, 0) is just
+        # after every event of version v.
+        position = ((version if after_version is None else max(after_version, -1)) + 1, 0)
+        if loaded.game.over and (after_version is None or after_version >= version):
+            return
+        while True:
+            try:
+                batch = await self.store.wait_events(game_id, position, self.settings.keepalive)
+            except StoreUnavailableError as exc:
+                raise err.from_store(exc) from exc
+            if not batch:
+                try:
+                    if await self.store.load(game_id) is None:
+                        return  # expired while watched
+                except StoreUnavailableError as exc:
+                    raise err.from_store(exc) from exc
+                yield None
+                continue
+            for stored in batch:
+                event = pb.GameEvent.FromString(stored.payload)
+                position = (stored.version, stored.seq)
+                yield convert.redact(event, seat)
+                if event.WhichOneof("kind") == "game_ended":
+                    return
+
+    async def get_game_log(self, game_id: str, caller: Caller) -> pb.GetGameLogResponse:
+        self._admit(caller)
+        loaded = await self._load(game_id)
+        try:
+            stored = await self.store.read_events(game_id, -1)
+        except StoreUnavailableError as exc:
+            raise err.from_store(exc) from exc
+        game = loaded.game
+        response = pb.GetGameLogResponse(
+            events=[convert.redact(pb.GameEvent.FromString(e.payload), None) for e in stored],
+            seed_sha256=game.seed_sha256,
+            ruleset=convert.ruleset_to_proto(game.rules),
+        )
+        if game.over:
+            response.seed = game.seed  # MT-FAIR-1: revealed once over
+        return response
+
+    def list_rulesets(self) -> pb.ListRulesetsResponse:
+        return pb.ListRulesetsResponse(
+            rulesets=[convert.ruleset_to_proto(r) for r in engine.PRESETS.values()]
+        )
+
+    async def ready(self) -> bool:
+        """Whether the store answers (readiness, health SERVING)."""
+        try:
+            await self.store.ping()
+        except StoreUnavailableError:
+            return False
+        return True
+
+
+def _append(out: list[StoredEvent], events: Sequence[engine.Event], version: int) -> None:
+    """Number the events of one version from 1 (after any already there)."""
+    seq = sum(1 for e in out if e.version == version)
+    for event in events:
+        seq += 1
+        payload = convert.event_to_proto(event, version).SerializeToString()
+        out.append(StoredEvent(version, seq, payload))

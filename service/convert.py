@@ -1,0 +1,298 @@
+"""Engine values <-> railyard.v1 messages. Pure functions, no I/O.
+
+The one place that knows both vocabularies: rulesets (preset + optional
+overrides), moves, views and events. Views and events are converted from the
+engine's own seat-filtered values, so nothing hidden can slip in here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+import engine
+from engine import Move, MoveKind, Tile, TrainKind, TrainRef
+from engine.view import GameView
+from service.api import game_service_pb2 as pb
+from service.errors import invalid
+
+# Ruleset option -> proto enum prefix; values map as PREFIX + "_" + VALUE.upper().
+_ENUM_PREFIX: Final = {
+    "hand_size_table": "HAND_SIZE_TABLE",
+    "engine_placement": "ENGINE_PLACEMENT",
+    "first_player": "FIRST_PLAYER",
+    "first_turn": "FIRST_TURN",
+    "double_followup": "DOUBLE_FOLLOWUP",
+    "double_answer": "DOUBLE_ANSWER",
+    "knock_rule": "KNOCK_RULE",
+}
+_ENUM_TYPE: Final = {
+    "hand_size_table": pb.HandSizeTable,
+    "engine_placement": pb.EnginePlacement,
+    "first_player": pb.FirstPlayer,
+    "first_turn": pb.FirstTurn,
+    "double_followup": pb.DoubleFollowup,
+    "double_answer": pb.DoubleAnswer,
+    "knock_rule": pb.KnockRule,
+}
+_SCALARS: Final = (
+    "set_max",
+    "hand_size",
+    "rounds",
+    "first_engine",
+    "mexican_trains",
+    "open_doubles_block",
+    "max_doubles_per_turn",
+    "end_on_double",
+    "knock_penalty",
+    "double_blank_value",
+)
+_GAMES: Final = {pb.GAME_MEXICAN_TRAIN: "mexican_train"}
+_DRAW_REASON: Final = {
+    "move": pb.DRAW_REASON_MOVE,
+    "penalty": pb.DRAW_REASON_PENALTY,
+    "engine_search": pb.DRAW_REASON_ENGINE_SEARCH,
+}
+_STATUS: Final = {
+    engine.GameStatus.IN_PROGRESS: pb.GAME_STATUS_IN_PROGRESS,
+    engine.GameStatus.FINISHED: pb.GAME_STATUS_FINISHED,
+}
+_END_REASON: Final = {
+    engine.RoundEndReason.DOMINO: pb.ROUND_END_REASON_DOMINO,
+    engine.RoundEndReason.BLOCKED: pb.ROUND_END_REASON_BLOCKED,
+}
+
+
+# ---------------------------------------------------------------- rulesets
+
+
+def ruleset_from_proto(message: pb.Ruleset) -> engine.Ruleset:
+    """The preset named (default ``standard``) with every field that is set."""
+    ruleset = engine.preset(message.preset if message.HasField("preset") else "standard")
+    options: dict[str, Any] = {}
+    if message.HasField("game"):
+        game = _GAMES.get(message.game)
+        if game is None:
+            name = pb.Game.Name(message.game) if message.game in pb.Game.values() else message.game
+            raise invalid(f"game {name} is not available; this service plays GAME_MEXICAN_TRAIN")
+        options["game"] = game
+    for name in _SCALARS:
+        if message.HasField(name):  # type: ignore[arg-type]
+            options[name] = getattr(message, name)
+    for name, prefix in _ENUM_PREFIX.items():
+        if message.HasField(name):  # type: ignore[arg-type]
+            number = getattr(message, name)
+            enum_type = _ENUM_TYPE[name]
+            label = enum_type.Name(number) if number in enum_type.values() else ""
+            if not label.startswith(prefix + "_") or label.endswith("_UNSPECIFIED"):
+                raise invalid(f"{name} {number} is not one of {list(enum_type.keys())[1:]}")
+            options[name] = label[len(prefix) + 1 :].lower()
+    return ruleset.with_options(**options) if options else ruleset
+
+
+def ruleset_to_proto(ruleset: engine.Ruleset) -> pb.Ruleset:
+    """Every option of ``ruleset``; options still following the player count
+    (``None``) are left out."""
+    message = pb.Ruleset(preset=ruleset.preset, game=pb.GAME_MEXICAN_TRAIN)
+    for name in _SCALARS:
+        value = getattr(ruleset, name)
+        if value is not None:
+            setattr(message, name, value)
+    for name, prefix in _ENUM_PREFIX.items():
+        value = getattr(ruleset, name)
+        setattr(message, name, _ENUM_TYPE[name].Value(f"{prefix}_{value.value.upper()}"))
+    return message
+
+
+# ---------------------------------------------------------------- moves
+
+
+def tile_to_proto(tile: Tile) -> pb.Tile:
+    return pb.Tile(a=tile.a, b=tile.b)
+
+
+def train_to_proto(ref: TrainRef) -> pb.TrainRef:
+    if ref.kind is TrainKind.SEAT:
+        return pb.TrainRef(seat=ref.number, end=ref.end)
+    if ref.kind is TrainKind.MEXICAN:
+        return pb.TrainRef(mexican=ref.number, end=ref.end)
+    return pb.TrainRef(line=pb.TrainRef.Line(), end=ref.end)
+
+
+def train_from_proto(message: pb.TrainRef) -> TrainRef:
+    target = message.WhichOneof("target")
+    if target == "seat":
+        return TrainRef(TrainKind.SEAT, message.seat, message.end)
+    if target == "mexican":
+        return TrainRef(TrainKind.MEXICAN, message.mexican, message.end)
+    if target == "line":
+        return TrainRef(TrainKind.LINE, 0, message.end)
+    raise invalid("a train names seat, mexican or line")
+
+
+def move_from_proto(message: pb.Move) -> Move:
+    """The engine move for ``message``; a message with no action is refused."""
+    action = message.WhichOneof("action")
+    if action == "play":
+        play = message.play
+        if not play.HasField("tile") or not play.HasField("train"):
+            raise invalid("a play names a tile and a train", rule="T-2")
+        if play.tile.a > 18 or play.tile.b > 18:
+            raise invalid(f"{play.tile.a}-{play.tile.b} is not a tile: halves go up to 18")
+        tile = Tile.of(play.tile.a, play.tile.b)
+        return Move(MoveKind.PLAY, tile, train_from_proto(play.train), play.announce_last_tile)
+    if action == "draw":
+        return engine.DRAW
+    if action == "pass":
+        return engine.PASS
+    if action == "end_turn":
+        return engine.END_TURN
+    raise invalid("the move has no action: give play, draw, pass or endTurn")
+
+
+def move_to_proto(move: Move) -> pb.Move:
+    if move.kind is MoveKind.PLAY:
+        assert move.tile is not None
+        assert move.train is not None
+        return pb.Move(
+            play=pb.Move.Play(
+                tile=tile_to_proto(move.tile),
+                train=train_to_proto(move.train),
+                announce_last_tile=move.announce,
+            )
+        )
+    if move.kind is MoveKind.DRAW:
+        return pb.Move(draw=pb.Move.Draw())
+    if move.kind is MoveKind.PASS:
+        message = pb.Move()
+        getattr(message, "pass").SetInParent()  # `pass` is a Python keyword
+        return message
+    return pb.Move(end_turn=pb.Move.EndTurn())
+
+
+# ---------------------------------------------------------------- views
+
+
+def view_to_proto(
+    view: GameView, game_id: str, names: Sequence[str], bots: Sequence[int]
+) -> pb.GameView:
+    """The wire form of an engine view (already filtered for its viewer)."""
+    message = pb.GameView(
+        game_id=game_id,
+        version=view.version,
+        status=_STATUS[view.status],
+        ruleset=ruleset_to_proto(engine.Ruleset.from_dict(view.ruleset)),
+        round=view.round,
+        rounds_total=view.rounds_total,
+        engine=tile_to_proto(view.engine),
+        boneyard_count=view.boneyard_count,
+        seed_sha256=view.seed_sha256,
+        winners=view.winners,
+    )
+    if view.current_seat is not None:
+        message.current_seat = view.current_seat
+    if view.viewer_seat is not None:
+        message.viewer_seat = view.viewer_seat
+    if view.seed is not None:
+        message.seed = view.seed
+    if view.turn is not None:
+        message.turn.CopyFrom(
+            pb.TurnView(
+                owes_tile=view.turn.owes_tile,
+                drew_this_turn=view.turn.drew_this_turn,
+                first_turn=view.turn.first_turn,
+            )
+        )
+    if view.hand is not None:
+        message.hand.extend(tile_to_proto(t) for t in view.hand)
+    for p in view.players:
+        message.players.append(
+            pb.PlayerView(
+                seat=p.seat,
+                display_name=names[p.seat],
+                hand_count=p.hand_count,
+                marker=p.marker,
+                score=p.score,
+                round_scores=p.round_scores,
+                bot=bots[p.seat],  # type: ignore[arg-type]
+            )
+        )
+    for t in view.trains:
+        train = message.trains.add(
+            ref=train_to_proto(t.ref),
+            tiles=[pb.Tile(a=x.a, b=x.b) for x in t.tiles],
+            open_ends=t.open_ends,
+            marker=t.marker,
+        )
+        for b in t.branches:
+            branch = train.branches.add(end=b.end, tiles=[pb.Tile(a=x.a, b=x.b) for x in b.tiles])
+            if b.parent_end is not None:
+                branch.parent_end = b.parent_end
+            if b.open_end is not None:
+                branch.open_end = b.open_end
+    for d in view.open_doubles:
+        message.open_doubles.add(train=train_to_proto(d.train), value=d.value, answers=d.answers)
+    return message
+
+
+# ---------------------------------------------------------------- events
+
+
+def event_to_proto(event: engine.Event, version: int) -> pb.GameEvent:
+    """The full (unfiltered) wire event; :func:`redact` filters it per seat."""
+    message = pb.GameEvent(version=version)
+    if isinstance(event, engine.TilePlayed):
+        message.tile_played.CopyFrom(
+            pb.TilePlayed(
+                seat=event.seat, tile=tile_to_proto(event.tile), train=train_to_proto(event.train)
+            )
+        )
+    elif isinstance(event, engine.TileDrawn):
+        drawn = pb.TileDrawn(seat=event.seat, reason=_DRAW_REASON[event.why])
+        if event.tile is not None:
+            drawn.tile.CopyFrom(tile_to_proto(event.tile))
+        message.tile_drawn.CopyFrom(drawn)
+    elif isinstance(event, engine.Passed):
+        message.passed.CopyFrom(pb.Passed(seat=event.seat))
+    elif isinstance(event, engine.MarkerPlaced):
+        message.marker_placed.CopyFrom(pb.MarkerPlaced(seat=event.seat))
+    elif isinstance(event, engine.MarkerRemoved):
+        message.marker_removed.CopyFrom(pb.MarkerRemoved(seat=event.seat))
+    elif isinstance(event, engine.DoubleSatisfied):
+        message.double_satisfied.CopyFrom(
+            pb.DoubleSatisfied(
+                train=train_to_proto(event.train), value=event.value, dead=event.dead
+            )
+        )
+    elif isinstance(event, engine.TurnStarted):
+        message.turn_started.CopyFrom(pb.TurnStarted(seat=event.seat))
+    elif isinstance(event, engine.RoundStarted):
+        message.round_started.CopyFrom(
+            pb.RoundStarted(
+                round=event.round, engine=tile_to_proto(event.engine), starter=event.starter
+            )
+        )
+    elif isinstance(event, engine.RoundEnded):
+        message.round_ended.CopyFrom(
+            pb.RoundEnded(round=event.round, reason=_END_REASON[event.reason], scores=event.scores)
+        )
+    elif isinstance(event, engine.GameEnded):
+        message.game_ended.CopyFrom(
+            pb.GameEnded(totals=event.totals, winners=event.winners, seed=event.seed)
+        )
+    return message
+
+
+def redact(message: pb.GameEvent, seat: int | None) -> pb.GameEvent:
+    """``message`` as ``seat`` may see it: another seat's drawn tile is removed
+    (MT-DR-3). Returns ``message`` itself when nothing is hidden."""
+    if (
+        message.WhichOneof("kind") == "tile_drawn"
+        and message.tile_drawn.seat != seat
+        and message.tile_drawn.HasField("tile")
+    ):
+        hidden = pb.GameEvent()
+        hidden.CopyFrom(message)
+        hidden.tile_drawn.ClearField("tile")
+        return hidden
+    return message

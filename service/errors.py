@@ -1,0 +1,137 @@
+"""The one table from failures to API.md's error contract.
+
+Every failure a request can meet becomes a :class:`ServiceError` carrying the
+gRPC code, the ``ErrorInfo`` reason, a sentence for a person and metadata (the
+rule id where a rule was broken). Both transports render it from here, so a
+refusal looks the same over gRPC and HTTP, and nothing reaches the wire as a
+500 or a traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+import grpc
+
+import engine
+from service.store import StoreUnavailableError
+
+#: Every error is reported under this ErrorInfo domain.
+DOMAIN: Final = "railyard.dev"
+
+#: gRPC code -> HTTP status, as grpc-gateway maps them (API.md).
+HTTP_STATUS: Final[dict[grpc.StatusCode, int]] = {
+    grpc.StatusCode.INVALID_ARGUMENT: 400,
+    grpc.StatusCode.FAILED_PRECONDITION: 400,
+    grpc.StatusCode.OUT_OF_RANGE: 400,
+    grpc.StatusCode.UNAUTHENTICATED: 401,
+    grpc.StatusCode.PERMISSION_DENIED: 403,
+    grpc.StatusCode.NOT_FOUND: 404,
+    grpc.StatusCode.ABORTED: 409,
+    grpc.StatusCode.ALREADY_EXISTS: 409,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: 429,
+    grpc.StatusCode.CANCELLED: 499,
+    grpc.StatusCode.UNIMPLEMENTED: 501,
+    grpc.StatusCode.UNAVAILABLE: 503,
+    grpc.StatusCode.DEADLINE_EXCEEDED: 504,
+}
+
+
+@dataclass
+class ServiceError(Exception):
+    """A refusal: gRPC code, ErrorInfo reason, message and metadata."""
+
+    code: grpc.StatusCode
+    reason: str
+    message: str
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        super().__init__(self.message)
+
+    @property
+    def http_status(self) -> int:
+        return HTTP_STATUS.get(self.code, 400)
+
+
+def invalid(message: str, **metadata: str) -> ServiceError:
+    return ServiceError(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT", message, metadata)
+
+
+def not_found(game_id: str) -> ServiceError:
+    return ServiceError(
+        grpc.StatusCode.NOT_FOUND, "GAME_NOT_FOUND", f"no game {game_id!r}", {"gameId": game_id}
+    )
+
+
+def unauthenticated() -> ServiceError:
+    return ServiceError(
+        grpc.StatusCode.UNAUTHENTICATED,
+        "UNAUTHENTICATED",
+        "this call needs a seat token: send 'authorization: Bearer <token>'",
+    )
+
+
+def bad_token(game_id: str) -> ServiceError:
+    return ServiceError(
+        grpc.StatusCode.PERMISSION_DENIED,
+        "BAD_SEAT_TOKEN",
+        f"the token is not a seat token of game {game_id!r}",
+        {"gameId": game_id},
+    )
+
+
+def version_mismatch(expected: int, current: int) -> ServiceError:
+    return ServiceError(
+        grpc.StatusCode.ABORTED,
+        "VERSION_MISMATCH",
+        f"expectedVersion {expected} is not the game's version {current}",
+        {"expectedVersion": str(expected), "currentVersion": str(current)},
+    )
+
+
+def rate_limited(retry_after: float) -> ServiceError:
+    seconds = max(1, round(retry_after + 0.5))
+    return ServiceError(
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        "RATE_LIMITED",
+        f"too many requests: retry in {seconds} s",
+        {"retryAfterSeconds": str(seconds)},
+    )
+
+
+def store_unavailable(detail: str) -> ServiceError:
+    return ServiceError(
+        grpc.StatusCode.UNAVAILABLE,
+        "STORE_UNAVAILABLE",
+        "the game store is unavailable; retry shortly",
+        {"detail": detail[:200]},
+    )
+
+
+#: Engine error class -> (gRPC code, API reason). The engine's own finer reason
+#: travels in metadata["detail"], the rule id in metadata["rule"].
+_ENGINE: Final[list[tuple[type[engine.RailyardError], grpc.StatusCode, str]]] = [
+    (engine.DealDoesNotFitError, grpc.StatusCode.INVALID_ARGUMENT, "DEAL_DOES_NOT_FIT"),
+    (engine.RulesetError, grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT"),
+    (engine.MalformedMoveError, grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT"),
+    (engine.NotYourTurnError, grpc.StatusCode.FAILED_PRECONDITION, "NOT_YOUR_TURN"),
+    (engine.GameOverError, grpc.StatusCode.FAILED_PRECONDITION, "GAME_OVER"),
+    (engine.IllegalMoveError, grpc.StatusCode.FAILED_PRECONDITION, "ILLEGAL_MOVE"),
+    (engine.CorruptStateError, grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE"),
+    (engine.RailyardError, grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT"),
+]
+
+
+def from_engine(err: engine.RailyardError) -> ServiceError:
+    """The API error for an engine error (first matching class in the table)."""
+    code, reason = next((c, r) for cls, c, r in _ENGINE if isinstance(err, cls))
+    metadata = {"detail": err.reason}
+    if err.rule:
+        metadata["rule"] = err.rule
+    return ServiceError(code, reason, err.message, metadata)
+
+
+def from_store(err: StoreUnavailableError) -> ServiceError:
+    return store_unavailable(str(err))

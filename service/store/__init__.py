@@ -1,0 +1,116 @@
+"""Where games live between requests: one interface, two stores.
+
+A game is a :class:`GameRecord` (the engine's serialized state, its version,
+and the seats' metadata) plus its event log. Every change is one atomic
+:meth:`Store.commit`: compare the version, write the new state, append the
+move's events, remember the request's answer. Nothing is held in a replica's
+memory between requests, so any replica serves any game.
+
+* :class:`service.store.memory.MemoryStore`: in-process, the default of
+  ``railyard serve`` with no Redis configured (one machine, for trying it out).
+* :class:`service.store.redis.RedisStore`: production; one hash per game, a
+  Redis Stream of its events, a Lua compare-and-set, one hash tag per game.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol
+
+
+class StoreUnavailableError(Exception):
+    """The store did not answer (UNAVAILABLE / 503, reason STORE_UNAVAILABLE)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GameRecord:
+    """A game as stored: what ``engine.load`` needs, and who sits where."""
+
+    game_id: str
+    version: int
+    state: bytes  # engine's to_bytes()
+    meta: bytes  # service's seat metadata (JSON): names, bot levels, token hashes
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """One event of a game's log, unredacted (the app filters it per seat).
+
+    ``version`` is the game's version after the move that caused it; ``seq``
+    numbers the events of one version from 1, so ``(version, seq)`` is unique
+    and ordered (the Redis Stream id ``<version>-<seq>``).
+    """
+
+    version: int
+    seq: int
+    payload: bytes  # a serialized railyard.v1.GameEvent
+
+
+class Commit(Enum):
+    OK = "ok"
+    VERSION_MISMATCH = "version_mismatch"
+    NOT_FOUND = "not_found"
+
+
+class Store(Protocol):
+    """What the application layer needs from a store. All calls may raise
+    :class:`StoreUnavailableError`; none leaves a game half-written."""
+
+    name: str
+
+    async def create(
+        self,
+        record: GameRecord,
+        events: Sequence[StoredEvent],
+        request_key: str | None,
+        response: bytes | None,
+    ) -> bytes | None:
+        """Create the game with its first events, atomically.
+
+        If ``request_key`` is already remembered for this game id, create
+        nothing and return the remembered response; else store ``response``
+        under it and return ``None``.
+        """
+        ...
+
+    async def load(self, game_id: str) -> GameRecord | None:
+        """The game, or ``None`` when there is no such game (or it expired)."""
+        ...
+
+    async def commit(
+        self,
+        game_id: str,
+        expected_version: int,
+        version: int,
+        state: bytes,
+        events: Sequence[StoredEvent],
+        request_key: str | None,
+        response: bytes | None,
+    ) -> Commit:
+        """If the game is at ``expected_version``: write ``state`` at ``version``,
+        append ``events``, remember ``response`` under ``request_key``, refresh
+        every TTL, all in one atomic step. Else change nothing."""
+        ...
+
+    async def recall(self, game_id: str, request_key: str) -> bytes | None:
+        """The response remembered under ``request_key`` for this game, if any."""
+        ...
+
+    async def read_events(self, game_id: str, after_version: int) -> list[StoredEvent]:
+        """Every event with a version above ``after_version``, in order."""
+        ...
+
+    async def wait_events(
+        self, game_id: str, after: tuple[int, int], timeout: float
+    ) -> list[StoredEvent]:
+        """Events after the ``(version, seq)`` position ``after``; waits up to
+        ``timeout`` seconds for the first one, returns ``[]`` on timeout."""
+        ...
+
+    async def ping(self) -> None:
+        """Raise :class:`StoreUnavailableError` unless the store answers."""
+        ...
+
+    async def close(self) -> None: ...

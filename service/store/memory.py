@@ -1,0 +1,135 @@
+"""The in-process store: the embedded default of ``railyard serve``.
+
+It keeps the same contract as the Redis store (atomic commit, version check,
+event log, remembered answers, TTLs) so the application layer cannot tell
+them apart; it only lives as long as the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from service.store import Commit, GameRecord, StoredEvent
+
+
+@dataclass
+class _Game:
+    record: GameRecord
+    events: list[StoredEvent]
+    expires: float
+    requests: dict[str, tuple[bytes, float]] = field(default_factory=dict)
+
+
+class MemoryStore:
+    name = "memory"
+
+    def __init__(self, game_ttl: float = 7 * 86400, request_ttl: float = 86400) -> None:
+        self._games: dict[str, _Game] = {}
+        self._game_ttl = game_ttl
+        self._request_ttl = request_ttl
+        self._changed = asyncio.Condition()
+
+    def _live(self, game_id: str) -> _Game | None:
+        game = self._games.get(game_id)
+        if game is not None and game.expires <= time.monotonic():
+            del self._games[game_id]
+            return None
+        return game
+
+    async def create(
+        self,
+        record: GameRecord,
+        events: Sequence[StoredEvent],
+        request_key: str | None,
+        response: bytes | None,
+    ) -> bytes | None:
+        now = time.monotonic()
+        game = self._live(record.game_id)
+        if game is not None:
+            if request_key is not None:
+                remembered = self._recall(game, request_key, now)
+                if remembered is not None:
+                    return remembered
+            raise ValueError(f"game {record.game_id} exists")
+        game = _Game(record, list(events), now + self._game_ttl)
+        if request_key is not None and response is not None:
+            game.requests[request_key] = (response, now + self._request_ttl)
+        self._games[record.game_id] = game
+        await self._notify()
+        return None
+
+    async def load(self, game_id: str) -> GameRecord | None:
+        game = self._live(game_id)
+        return None if game is None else game.record
+
+    async def commit(
+        self,
+        game_id: str,
+        expected_version: int,
+        version: int,
+        state: bytes,
+        events: Sequence[StoredEvent],
+        request_key: str | None,
+        response: bytes | None,
+    ) -> Commit:
+        game = self._live(game_id)
+        if game is None:
+            return Commit.NOT_FOUND
+        if game.record.version != expected_version:
+            return Commit.VERSION_MISMATCH
+        now = time.monotonic()
+        game.record = GameRecord(game_id, version, state, game.record.meta)
+        game.events.extend(events)
+        game.expires = now + self._game_ttl
+        if request_key is not None and response is not None:
+            game.requests[request_key] = (response, now + self._request_ttl)
+        await self._notify()
+        return Commit.OK
+
+    def _recall(self, game: _Game, request_key: str, now: float) -> bytes | None:
+        entry = game.requests.get(request_key)
+        if entry is None or entry[1] <= now:
+            return None
+        return entry[0]
+
+    async def recall(self, game_id: str, request_key: str) -> bytes | None:
+        game = self._live(game_id)
+        return None if game is None else self._recall(game, request_key, time.monotonic())
+
+    async def read_events(self, game_id: str, after_version: int) -> list[StoredEvent]:
+        game = self._live(game_id)
+        if game is None:
+            return []
+        return [e for e in game.events if e.version > after_version]
+
+    async def wait_events(
+        self, game_id: str, after: tuple[int, int], timeout: float
+    ) -> list[StoredEvent]:
+        def newer() -> list[StoredEvent]:
+            game = self._live(game_id)
+            if game is None:
+                return []
+            return [e for e in game.events if (e.version, e.seq) > after]
+
+        found = newer()
+        if found:
+            return found
+        async with self._changed:
+            try:
+                await asyncio.wait_for(self._changed.wait_for(lambda: bool(newer())), timeout)
+            except TimeoutError:
+                return []
+        return newer()
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def ping(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        self._games.clear()

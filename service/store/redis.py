@@ -1,0 +1,373 @@
+"""The production store: Redis (standalone, Sentinel-fronted or Cluster).
+
+Every key of a game carries the game id as its hash tag, so they all live in
+one cluster slot and one Lua script may touch them together:
+
+* ``{prefix}:{<game_id>}:g``: a hash with fields ``state``, ``version``, ``meta``;
+* ``{prefix}:{<game_id>}:e``: a Redis Stream of the game's events, entry id
+  ``<version>-<seq>``, field ``p`` = the event's payload;
+* ``{prefix}:{<game_id>}:r:<request_key>``: a string, a remembered response.
+
+:meth:`RedisStore.create` and :meth:`RedisStore.commit` are each one Lua script
+(atomic on the server; every key it touches is passed in ``KEYS``). Reads are
+plain commands. Blocking stream reads (``XREAD BLOCK``) use a pool of their
+own, so long-polling watchers never starve the requests.
+
+Any failure to talk to Redis (refused, reset, timed out, loading, read-only
+replica, ...) surfaces as :class:`StoreUnavailableError`. Timeouts are short,
+so a call fails fast when Redis is down, and connections are re-established
+on the next call once it is back: the process never needs a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+
+from service.store import Commit, GameRecord, StoredEvent, StoreUnavailableError
+
+_T = TypeVar("_T")
+
+# create: KEYS = game hash, event stream[, request key]
+# ARGV = state, version, meta, game ttl ms, request ttl ms, has response (0/1),
+#        response, then <stream id>, <payload> per event (ids strictly increasing).
+# Returns {"ok"} | {"remembered", response} | {"exists"}.
+_CREATE_LUA = """
+local game, stream, request = KEYS[1], KEYS[2], KEYS[3]
+if redis.call('EXISTS', game) == 1 then
+  if request then
+    local remembered = redis.call('GET', request)
+    if remembered then return {'remembered', remembered} end
+  end
+  return {'exists'}
+end
+-- Leftovers of an expired game with the same id would clash with the new one.
+redis.call('DEL', stream)
+if request then redis.call('DEL', request) end
+redis.call('HSET', game, 'state', ARGV[1], 'version', ARGV[2], 'meta', ARGV[3])
+redis.call('PEXPIRE', game, ARGV[4])
+for i = 8, #ARGV, 2 do
+  redis.call('XADD', stream, ARGV[i], 'p', ARGV[i + 1])
+end
+if #ARGV >= 8 then redis.call('PEXPIRE', stream, ARGV[4]) end
+if request and ARGV[6] == '1' then
+  redis.call('SET', request, ARGV[7], 'PX', ARGV[5])
+end
+return {'ok'}
+"""
+
+# commit: KEYS = game hash, event stream[, request key]
+# ARGV = expected version, new version, state, game ttl ms, request ttl ms,
+#        response, then <stream id>, <payload> per event (ids strictly increasing).
+# Returns "ok" | "not_found" | "version_mismatch" | "bad_event_id"; nothing
+# is written unless it returns "ok".
+_COMMIT_LUA = """
+local game, stream, request = KEYS[1], KEYS[2], KEYS[3]
+local current = redis.call('HGET', game, 'version')
+if not current then return 'not_found' end
+if current ~= ARGV[1] then return 'version_mismatch' end
+if #ARGV >= 7 then
+  -- XADD would fail half-way through an id at or below the stream's last one.
+  local last = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)[1]
+  if last then
+    local lv, ls = string.match(last[1], '^(%d+)-(%d+)$')
+    local nv, ns = string.match(ARGV[7], '^(%d+)-(%d+)$')
+    lv, ls, nv, ns = tonumber(lv), tonumber(ls), tonumber(nv), tonumber(ns)
+    if nv < lv or (nv == lv and ns <= ls) then return 'bad_event_id' end
+  end
+end
+redis.call('HSET', game, 'state', ARGV[3], 'version', ARGV[2])
+for i = 7, #ARGV, 2 do
+  redis.call('XADD', stream, ARGV[i], 'p', ARGV[i + 1])
+end
+redis.call('PEXPIRE', game, ARGV[4])
+redis.call('PEXPIRE', stream, ARGV[4])
+if request then redis.call('SET', request, ARGV[6], 'PX', ARGV[5]) end
+return 'ok'
+"""
+
+
+def _stream_id(version: int, seq: int) -> str:
+    return f"{version}-{seq}"
+
+
+def _event_args(events: Sequence[StoredEvent]) -> list[bytes | str]:
+    """``<id>, <payload>`` per event, checking the ids are valid and increasing."""
+    args: list[bytes | str] = []
+    previous: tuple[int, int] | None = None
+    for event in events:
+        if event.version < 0 or event.seq < 1:
+            raise ValueError(f"bad event position ({event.version}, {event.seq})")
+        position = (event.version, event.seq)
+        if previous is not None and position <= previous:
+            raise ValueError(f"events out of order: {previous} then {position}")
+        previous = position
+        args += [_stream_id(*position), event.payload]
+    return args
+
+
+def _parse_entries(entries: Any) -> list[StoredEvent]:
+    """``[(b"<v>-<s>", {b"p": payload}), ...]`` as stored events."""
+    out: list[StoredEvent] = []
+    for entry_id, fields in entries or ():
+        raw = entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
+        version, _, seq = raw.partition("-")
+        payload = fields.get(b"p", fields.get("p", b"")) if fields else b""
+        out.append(StoredEvent(int(version), int(seq), bytes(payload)))
+    return out
+
+
+def _redact(url: str) -> str:
+    """The URL without its password, for messages."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        host = parts.hostname or ""
+        if parts.port is not None:
+            host = f"{host}:{parts.port}"
+        user = parts.username or ""
+        return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    except ValueError:
+        return "<redis url>"
+
+
+def _ms(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
+
+
+class RedisStore:
+    """The :class:`service.store.Store` on Redis; see the module docstring."""
+
+    name = "redis"
+
+    def __init__(
+        self,
+        url: str,
+        game_ttl: float = 7 * 86400,
+        request_ttl: float = 86400,
+        prefix: str = "ry",
+        *,
+        connect_timeout: float = 1.0,
+        timeout: float = 2.0,
+        max_connections: int = 64,
+        max_waiters: int = 4096,
+    ) -> None:
+        if game_ttl <= 0 or request_ttl <= 0:
+            raise ValueError("TTLs must be positive")
+        if not prefix or "{" in prefix or "}" in prefix:
+            raise ValueError(f"bad key prefix {prefix!r}")
+        self._where = _redact(url)
+        self._prefix = prefix
+        self._game_ttl_ms = _ms(game_ttl)
+        self._request_ttl_ms = _ms(request_ttl)
+        self._timeout = timeout
+        no_retry = Retry(NoBackoff(), 0)  # we retry idempotent reads ourselves
+        # Requests: short timeouts; waits at most `timeout` for a free connection.
+        self._pool: ConnectionPool = BlockingConnectionPool.from_url(
+            url,
+            max_connections=max_connections,
+            timeout=timeout,
+            socket_connect_timeout=connect_timeout,
+            socket_timeout=timeout,
+            retry=no_retry,
+            client_name="railyard",
+        )
+        # Blocking XREADs: no socket read timeout (the wait bounds each call),
+        # a pool of their own, sized for many watchers.
+        self._wait_pool = ConnectionPool.from_url(
+            url,
+            max_connections=max_waiters,
+            socket_connect_timeout=connect_timeout,
+            socket_timeout=None,
+            retry=Retry(NoBackoff(), 0),
+            client_name="railyard-watch",
+        )
+        self._redis = Redis(connection_pool=self._pool)
+        self._waiter = Redis(connection_pool=self._wait_pool)
+        self._create_script = self._redis.register_script(_CREATE_LUA)
+        self._commit_script = self._redis.register_script(_COMMIT_LUA)
+
+    # -- keys -------------------------------------------------------------
+
+    def _tag(self, game_id: str) -> str:
+        if not game_id or "{" in game_id or "}" in game_id:
+            raise ValueError(f"bad game id {game_id!r}")
+        return f"{self._prefix}:{{{game_id}}}"
+
+    def game_key(self, game_id: str) -> str:
+        return f"{self._tag(game_id)}:g"
+
+    def events_key(self, game_id: str) -> str:
+        return f"{self._tag(game_id)}:e"
+
+    def request_key(self, game_id: str, request_key: str) -> str:
+        return f"{self._tag(game_id)}:r:{request_key}"
+
+    # -- failures ---------------------------------------------------------
+
+    @asynccontextmanager
+    async def _guard(self, what: str) -> AsyncIterator[None]:
+        try:
+            yield
+        except (RedisError, OSError) as exc:  # OSError covers TimeoutError
+            detail = str(exc) or "no answer"
+            raise StoreUnavailableError(
+                f"redis store at {self._where}: {what} failed: {type(exc).__name__}: {detail}"
+            ) from exc
+
+    async def _read(self, what: str, call: Callable[[], Awaitable[_T]]) -> _T:
+        """An idempotent read, retried once on a dropped connection."""
+        async with self._guard(what):
+            try:
+                return await call()
+            except RedisConnectionError:
+                return await call()
+
+    # -- the Store protocol -------------------------------------------------
+
+    async def create(
+        self,
+        record: GameRecord,
+        events: Sequence[StoredEvent],
+        request_key: str | None,
+        response: bytes | None,
+    ) -> bytes | None:
+        game_id = record.game_id
+        keys = [self.game_key(game_id), self.events_key(game_id)]
+        if request_key is not None:
+            keys.append(self.request_key(game_id, request_key))
+        args: list[bytes | str | int] = [
+            record.state,
+            record.version,
+            record.meta,
+            self._game_ttl_ms,
+            self._request_ttl_ms,
+            0 if response is None else 1,
+            b"" if response is None else response,
+        ]
+        args += _event_args(events)
+        async with self._guard(f"create game {game_id}"):
+            reply = await self._create_script(keys=keys, args=args)
+        status = reply[0]
+        if status == b"ok":
+            return None
+        if status == b"remembered":
+            return bytes(reply[1])
+        raise ValueError(f"game {game_id} exists")
+
+    async def load(self, game_id: str) -> GameRecord | None:
+        key = self.game_key(game_id)
+
+        async def call() -> list[Any]:
+            return await self._redis.hmget(key, ["state", "version", "meta"])  # type: ignore[no-any-return]
+
+        state, version, meta = await self._read(f"load game {game_id}", call)
+        if state is None or version is None:
+            return None
+        return GameRecord(game_id, int(version), bytes(state), bytes(meta or b""))
+
+    async def commit(
+        self,
+        game_id: str,
+        expected_version: int,
+        version: int,
+        state: bytes,
+        events: Sequence[StoredEvent],
+        request_key: str | None,
+        response: bytes | None,
+    ) -> Commit:
+        keys = [self.game_key(game_id), self.events_key(game_id)]
+        if request_key is not None and response is not None:
+            keys.append(self.request_key(game_id, request_key))
+        args: list[bytes | str | int] = [
+            expected_version,
+            version,
+            state,
+            self._game_ttl_ms,
+            self._request_ttl_ms,
+            b"" if response is None else response,
+        ]
+        args += _event_args(events)
+        async with self._guard(f"commit to game {game_id}"):
+            reply = await self._commit_script(keys=keys, args=args)
+        if reply == b"ok":
+            return Commit.OK
+        if reply == b"version_mismatch":
+            return Commit.VERSION_MISMATCH
+        if reply == b"not_found":
+            return Commit.NOT_FOUND
+        raise ValueError(
+            f"game {game_id}: events {events[0].version}-{events[0].seq}... do not follow "
+            "the game's log"
+        )
+
+    async def recall(self, game_id: str, request_key: str) -> bytes | None:
+        game, key = self.game_key(game_id), self.request_key(game_id, request_key)
+
+        async def call() -> Any:
+            # A response outlives its game in Redis only by TTL skew: hide it then,
+            # as the memory store does.
+            async with self._redis.pipeline(transaction=False) as pipe:
+                pipe.exists(game)
+                pipe.get(key)
+                return await pipe.execute()
+
+        exists, value = await self._read(f"recall in game {game_id}", call)
+        return None if not exists or value is None else bytes(value)
+
+    async def read_events(self, game_id: str, after_version: int) -> list[StoredEvent]:
+        key = self.events_key(game_id)
+        start = "-" if after_version < 0 else _stream_id(after_version + 1, 0)
+
+        async def call() -> Any:
+            return await self._redis.xrange(key, min=start, max="+")
+
+        return _parse_entries(await self._read(f"read events of game {game_id}", call))
+
+    async def wait_events(
+        self, game_id: str, after: tuple[int, int], timeout: float
+    ) -> list[StoredEvent]:
+        key = self.events_key(game_id)
+        version, seq = after
+        start = "0-0" if version < 0 else _stream_id(version, max(seq, 0))
+        what = f"wait for events of game {game_id}"
+        if timeout <= 0:
+            reply = await self._read(what, lambda: self._redis.xread({key: start}))
+            return self._stream_reply(reply)
+        async with self._guard(what):
+            # The socket has no read timeout here; this bounds a silent server.
+            async with asyncio.timeout(timeout + self._timeout):
+                reply = await self._waiter.xread({key: start}, block=_ms(timeout))
+        return self._stream_reply(reply)
+
+    @staticmethod
+    def _stream_reply(reply: Any) -> list[StoredEvent]:
+        if not reply:
+            return []
+        if isinstance(reply, dict):  # RESP3: {key: [entries]}
+            streams = list(reply.values())
+            return _parse_entries(streams[0][0] if streams and streams[0] else [])
+        return _parse_entries(reply[0][1])
+
+    async def ping(self) -> None:
+        async def call() -> Any:
+            return await self._redis.ping()
+
+        if not await self._read("ping", call):
+            raise StoreUnavailableError(f"redis store at {self._where}: PING not answered")
+
+    async def close(self) -> None:
+        await self._redis.aclose()
+        await self._waiter.aclose()
+        await self._pool.aclose()
+        await self._wait_pool.aclose()
