@@ -16,6 +16,7 @@ unless a chicken foot split it, MT-DBL-7), each with an open end value, or
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
@@ -157,7 +158,12 @@ class MexicanTrain:
         self._rows = _ROWS.setdefault((n, self._slots), [[None] * 640 for _ in range(self._slots)])
         self._legal: list[Move] | None = None
         self.version = 0
-        self.history: list[Move] = []
+        # The moves so far: the text of those loaded with the state (parsed only
+        # when asked for), then the moves applied since. Loading and saving a
+        # long game then costs nothing per past move.
+        self._history_text = ""
+        self._history_moves: list[Move] | None = []
+        self._history_tail: list[Move] = []
         self.round_scores: list[list[int]] = [[] for _ in range(n)]
         self.over = False
         self.winners: tuple[int, ...] = ()
@@ -539,7 +545,7 @@ class MexicanTrain:
         else:
             self._end_turn(False, ev)  # MT-FT-1 END_TURN
         self.version += 1
-        self.history.append(move)
+        self._history_tail.append(move)
         self._legal = None
 
     def _normalize(self, move: Move, legal: list[Move]) -> Move:
@@ -784,6 +790,24 @@ class MexicanTrain:
     # ------------------------------------------------------------------ queries
 
     @property
+    def history(self) -> list[Move]:
+        """Every move applied since the deal of round 1, in order."""
+        if self._history_moves is None:
+            text = self._history_text
+            self._history_moves = [Move.parse(t) for t in text.split(" ")] if text else []
+        return self._history_moves + self._history_tail
+
+    def _history_string(self) -> str:
+        if self._history_tail:
+            tail = " ".join(map(str, self._history_tail))
+            head = self._history_text
+            if self._history_moves is not None:
+                self._history_moves.extend(self._history_tail)
+            self._history_text = f"{head} {tail}" if head else tail
+            self._history_tail = []
+        return self._history_text
+
+    @property
     def totals(self) -> list[int]:
         """MT-SC-2: each seat's total over the rounds played."""
         return [sum(rs) for rs in self.round_scores]
@@ -838,7 +862,7 @@ class MexicanTrain:
         return {
             "format": STATE_FORMAT,
             "game": self.name,
-            "rules": self.rules.to_dict(),
+            "rules": _rules_dict(self.rules),
             "players": self.players,
             "seed": self.seed,
             "version": self.version,
@@ -878,7 +902,7 @@ class MexicanTrain:
             "round_scores": self.round_scores,
             "over": self.over,
             "winners": list(self.winners),
-            "history": " ".join(map(str, self.history)),
+            "history": self._history_string(),
         }
 
     def to_bytes(self) -> bytes:
@@ -892,7 +916,7 @@ class MexicanTrain:
             if data["format"] != STATE_FORMAT or data["game"] != cls.name:
                 raise CorruptStateError(f"state format {data['format']!r} is not {STATE_FORMAT}")
             self = cls.__new__(cls)
-            self.rules = Ruleset.from_dict(data["rules"])  # type: ignore[misc]
+            self.rules = _ruleset_of(tuple(sorted(data["rules"].items())))  # type: ignore[misc]
             self.players = data["players"]  # type: ignore[misc]
             self.seed = data["seed"]  # type: ignore[misc]
             self._setup()
@@ -906,8 +930,15 @@ class MexicanTrain:
             self.counts = [0] * n
             self.pips = [0] * n
             for seat, tids in enumerate(data["hands"]):
+                hand = self.hands[seat]
+                pips = 0
                 for tid in tids:
-                    self._add(seat, tid)
+                    a, b = tid >> 5, tid & 31
+                    hand[a] |= 1 << b
+                    hand[b] |= 1 << a
+                    pips += a + b
+                self.counts[seat] = len(tids)
+                self.pips[seat] = pips
             self.boneyard = list(data["boneyard"])
             self.branch_parent = [[br[0] for br in train] for train in data["trains"]]
             self.trains = [[br[1] for br in train] for train in data["trains"]]
@@ -948,9 +979,10 @@ class MexicanTrain:
             self.over = data["over"]
             self.winners = tuple(data["winners"])
             text = data["history"]
-            self.history = [Move.parse(t) for t in text.split(" ")] if text else []
-            if len(self.history) != self.version:
+            if not isinstance(text, str) or (text.count(" ") + 1 if text else 0) != self.version:
                 raise CorruptStateError("the history does not match the version")
+            self._history_text = text
+            self._history_moves = None
             return self
         except CorruptStateError:
             raise
@@ -975,6 +1007,18 @@ class MexicanTrain:
     def seed_sha256(self) -> str:
         """MT-FAIR-1: the commitment to the seed, public from the start."""
         return hashlib.sha256(self.seed.encode()).hexdigest()
+
+
+@functools.lru_cache(maxsize=256)
+def _rules_dict(ruleset: Ruleset) -> dict[str, Any]:
+    # Read-only by contract: to_dict's output is serialized, never mutated.
+    return ruleset.to_dict()
+
+
+@functools.lru_cache(maxsize=256)
+def _ruleset_of(items: tuple[tuple[str, Any], ...]) -> Ruleset:
+    # Every request loads a state; its ruleset is one of a few, so build each once.
+    return Ruleset.from_dict(dict(items))
 
 
 def _text(move: object) -> str:

@@ -8,10 +8,10 @@ carries. Nothing about another hand or the boneyard's order is in a view.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from engine.mexican_train import GameStatus, MexicanTrain
 from engine.moves import TrainRef
+from engine.rules import Ruleset
 from engine.tiles import Tile
 
 
@@ -64,7 +64,7 @@ class GameView:
     version: int
     status: GameStatus
     over: bool
-    ruleset: dict[str, Any]
+    ruleset: Ruleset
     round: int
     rounds_total: int
     engine: Tile
@@ -120,7 +120,7 @@ def build_view(game: MexicanTrain, seat: int | None = None) -> GameView:
         version=game.version,
         status=game.status,
         over=over,
-        ruleset=game.rules.to_dict(),
+        ruleset=game.rules,
         round=game.round,
         rounds_total=game.rounds_total,
         engine=game.engine,

@@ -7,6 +7,7 @@ engine's own seat-filtered values, so nothing hidden can slip in here.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -104,6 +105,13 @@ def ruleset_to_proto(ruleset: engine.Ruleset) -> pb.Ruleset:
     return message
 
 
+@functools.lru_cache(maxsize=256)
+def _ruleset_message(ruleset: engine.Ruleset) -> pb.Ruleset:
+    # Every view carries its resolved ruleset; a game has one, so build it once.
+    # (Callers copy it into their message; it is never mutated.)
+    return ruleset_to_proto(ruleset)
+
+
 # ---------------------------------------------------------------- moves
 
 
@@ -181,7 +189,7 @@ def view_to_proto(
         game_id=game_id,
         version=view.version,
         status=_STATUS[view.status],
-        ruleset=ruleset_to_proto(engine.Ruleset.from_dict(view.ruleset)),
+        ruleset=_ruleset_message(view.ruleset),
         round=view.round,
         rounds_total=view.rounds_total,
         engine=tile_to_proto(view.engine),
