@@ -26,6 +26,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy --strict engine service
 
 unit: $(STAMP)
+	./scripts/install-redis
 	$(BIN)/pytest -n 2 --doctest-modules engine tests
 
 ## bench: the engine benchmark (ratios against a baseline measured in the same run)

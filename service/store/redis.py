@@ -22,6 +22,7 @@ on the next call once it is back: the process never needs a restart.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -171,6 +172,7 @@ class RedisStore:
         self._game_ttl_ms = _ms(game_ttl)
         self._request_ttl_ms = _ms(request_ttl)
         self._timeout = timeout
+        self._connect_timeout = connect_timeout
         no_retry = Retry(NoBackoff(), 0)  # we retry idempotent reads ourselves
         # Requests: short timeouts; waits at most `timeout` for a free connection.
         self._pool: ConnectionPool = BlockingConnectionPool.from_url(
@@ -228,9 +230,12 @@ class RedisStore:
     async def _read(self, what: str, call: Callable[[], Awaitable[_T]]) -> _T:
         """An idempotent read, retried once on a dropped connection."""
         async with self._guard(what):
+            start = time.monotonic()
             try:
                 return await call()
             except RedisConnectionError:
+                if time.monotonic() - start > self._connect_timeout:
+                    raise  # not a stale connection: Redis is down or swamped
                 return await call()
 
     # -- the Store protocol -------------------------------------------------
@@ -269,7 +274,7 @@ class RedisStore:
         key = self.game_key(game_id)
 
         async def call() -> list[Any]:
-            return await self._redis.hmget(key, ["state", "version", "meta"])  # type: ignore[no-any-return]
+            return await self._redis.hmget(key, ["state", "version", "meta"])
 
         state, version, meta = await self._read(f"load game {game_id}", call)
         if state is None or version is None:

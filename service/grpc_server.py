@@ -1,0 +1,177 @@
+"""The gRPC transport: railyard.v1.GameService over grpc.aio, with the
+standard health service (SERVING only while the store answers) and server
+reflection on the same port. Handlers only translate; GameApp decides."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable
+from typing import TypeVar
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import error_details_pb2, status_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from grpc_status import rpc_status
+
+from service.api import game_service_pb2 as pb
+from service.api import game_service_pb2_grpc as pb_grpc
+from service.app import Caller, GameApp
+from service.errors import DOMAIN, ServiceError
+
+log = logging.getLogger("railyard.grpc")
+T = TypeVar("T")
+
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["GameService"].full_name
+
+
+def to_status(error: ServiceError) -> grpc.Status:
+    """A ServiceError as a grpc Status with a google.rpc.Status + ErrorInfo detail."""
+    info = error_details_pb2.ErrorInfo(reason=error.reason, domain=DOMAIN, metadata=error.metadata)
+    detail = any_pb2.Any()
+    detail.Pack(info)
+    status = status_pb2.Status(code=error.code.value[0], message=error.message, details=[detail])
+    return rpc_status.to_status(status)
+
+
+async def _abort(context: grpc.aio.ServicerContext[object, object], error: ServiceError) -> None:
+    status = to_status(error)
+    await context.abort(status.code, status.details, status.trailing_metadata)
+
+
+def _caller(context: grpc.aio.ServicerContext[object, object]) -> Caller:
+    token: str | None = None
+    for key, value in context.invocation_metadata() or ():
+        if key == "authorization" and isinstance(value, str):
+            scheme, _, rest = value.partition(" ")
+            token = rest.strip() if scheme.lower() == "bearer" else ""
+    return Caller(token=token, peer=context.peer() or "")
+
+
+class GameServicer(pb_grpc.GameServiceServicer):
+    def __init__(self, app: GameApp) -> None:
+        self.app = app
+
+    async def _run(
+        self, context: grpc.aio.ServicerContext[object, object], call: Awaitable[T]
+    ) -> T:
+        try:
+            return await call
+        except ServiceError as error:
+            await _abort(context, error)
+            raise  # abort raises; this keeps type checkers content
+
+    async def CreateGame(  # noqa: N802 (gRPC method names)
+        self, request: pb.CreateGameRequest, context: grpc.aio.ServicerContext[object, object]
+    ) -> pb.CreateGameResponse:
+        return await self._run(context, self.app.create_game(request, _caller(context)))
+
+    async def GetGame(  # noqa: N802
+        self, request: pb.GetGameRequest, context: grpc.aio.ServicerContext[object, object]
+    ) -> pb.GameView:
+        return await self._run(context, self.app.get_game(request.game_id, _caller(context)))
+
+    async def ListLegalMoves(  # noqa: N802
+        self, request: pb.ListLegalMovesRequest, context: grpc.aio.ServicerContext[object, object]
+    ) -> pb.ListLegalMovesResponse:
+        return await self._run(
+            context, self.app.list_legal_moves(request.game_id, _caller(context))
+        )
+
+    async def ApplyMove(  # noqa: N802
+        self, request: pb.ApplyMoveRequest, context: grpc.aio.ServicerContext[object, object]
+    ) -> pb.ApplyMoveResponse:
+        return await self._run(context, self.app.apply_move(request, _caller(context)))
+
+    async def WatchGame(  # noqa: N802
+        self, request: pb.WatchGameRequest, context: grpc.aio.ServicerContext[object, object]
+    ) -> AsyncIterator[pb.GameEvent]:
+        after = request.after_version if request.HasField("after_version") else None
+        events = self.app.watch_game(request.game_id, after, _caller(context))
+        try:
+            async for event in events:
+                if event is not None:  # None: a quiet keep-alive period (HTTP only)
+                    yield event
+        except ServiceError as error:
+            await _abort(context, error)
+
+    async def GetGameLog(  # noqa: N802
+        self, request: pb.GetGameLogRequest, context: grpc.aio.ServicerContext[object, object]
+    ) -> pb.GetGameLogResponse:
+        return await self._run(context, self.app.get_game_log(request.game_id, _caller(context)))
+
+    async def ListRulesets(  # noqa: N802
+        self, request: pb.ListRulesetsRequest, context: grpc.aio.ServicerContext[object, object]
+    ) -> pb.ListRulesetsResponse:
+        return self.app.list_rulesets()
+
+
+class StoreHealth(health_pb2_grpc.HealthServicer):  # type: ignore[misc]
+    """grpc.health.v1: SERVING only while the store answers a ping."""
+
+    _KNOWN = ("", SERVICE_NAME)
+
+    def __init__(self, app: GameApp, poll: float = 1.0) -> None:
+        self.app = app
+        self.poll = poll
+
+    async def _status(self) -> int:
+        serving: int = health_pb2.HealthCheckResponse.SERVING
+        not_serving: int = health_pb2.HealthCheckResponse.NOT_SERVING
+        return serving if await self.app.ready() else not_serving
+
+    async def Check(  # noqa: N802
+        self,
+        request: health_pb2.HealthCheckRequest,
+        context: grpc.aio.ServicerContext[object, object],
+    ) -> health_pb2.HealthCheckResponse:
+        if request.service not in self._KNOWN:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"unknown service {request.service!r}")
+        return health_pb2.HealthCheckResponse(status=await self._status())
+
+    async def Watch(  # noqa: N802
+        self,
+        request: health_pb2.HealthCheckRequest,
+        context: grpc.aio.ServicerContext[object, object],
+    ) -> AsyncIterator[health_pb2.HealthCheckResponse]:
+        if request.service not in self._KNOWN:
+            yield health_pb2.HealthCheckResponse(
+                status=health_pb2.HealthCheckResponse.SERVICE_UNKNOWN
+            )
+            return
+        last = None
+        while True:
+            status = await self._status()
+            if status != last:
+                yield health_pb2.HealthCheckResponse(status=status)
+                last = status
+            await asyncio.sleep(self.poll)
+
+
+def create_grpc_server(
+    app: GameApp, host: str = "[::]", port: int = 0
+) -> tuple[grpc.aio.Server, int]:
+    """A gRPC server (not started) for ``app``, and the port it bound (0: any free port)."""
+    server = grpc.aio.server(
+        options=[
+            ("grpc.so_reuseport", 0),
+            ("grpc.max_receive_message_length", 1 << 20),
+            ("grpc.keepalive_time_ms", 30_000),
+        ]
+    )
+    pb_grpc.add_GameServiceServicer_to_server(GameServicer(app), server)
+    health_pb2_grpc.add_HealthServicer_to_server(StoreHealth(app), server)
+    reflection.enable_server_reflection(
+        (
+            SERVICE_NAME,
+            health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+            reflection.SERVICE_NAME,
+        ),
+        server,
+    )
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if bound == 0:
+        raise OSError(f"could not bind gRPC to {host}:{port}")
+    return server, bound

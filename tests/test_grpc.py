@@ -1,0 +1,209 @@
+"""The gRPC transport against a real server on a free port, over both stores."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from service.api import game_service_pb2 as pb
+from tests.service_helpers import bearer, expect_error, grpc_service, make_store, people, run
+
+
+@pytest.fixture(params=["memory", "redis"])
+def store_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def url(store_kind: str, request: pytest.FixtureRequest) -> str | None:
+    return str(request.getfixturevalue("redis_url")) if store_kind == "redis" else None
+
+
+def test_full_game_over_grpc(store_kind: str, url: str | None) -> None:
+    async def go() -> None:
+        async with grpc_service(make_store(store_kind, url)) as (stub, _, _):
+            created = await stub.CreateGame(
+                pb.CreateGameRequest(
+                    ruleset=pb.Ruleset(preset="pagat", rounds=2),
+                    players=people(3, {1: pb.BOT_LEVEL_RANDOM}),
+                    seed="grpc-full",
+                )
+            )
+            game_id = created.game.game_id
+            tokens = {s.seat: s.token for s in created.seats}
+            assert len(tokens) == 3
+            assert all(len(t) >= 32 for t in tokens.values())
+            assert created.game.seed == ""
+            assert created.game.seed_sha256
+            view = created.game
+            moves = 0
+            while view.status != pb.GAME_STATUS_FINISHED:
+                seat = view.current_seat
+                assert seat != 1, "the bot seat is played by the service"
+                legal = await stub.ListLegalMoves(
+                    pb.ListLegalMovesRequest(game_id=game_id), metadata=bearer(tokens[seat])
+                )
+                assert legal.moves
+                assert legal.version == view.version
+                applied = await stub.ApplyMove(
+                    pb.ApplyMoveRequest(
+                        game_id=game_id, move=legal.moves[-1].move, expected_version=legal.version
+                    ),
+                    metadata=bearer(tokens[seat]),
+                )
+                assert applied.game.version >= view.version + 1
+                assert [e.version for e in applied.events] == sorted(
+                    e.version for e in applied.events
+                )
+                view = applied.game
+                moves += 1
+                assert view.viewer_seat == seat
+                assert view.seed == "" or view.status == pb.GAME_STATUS_FINISHED
+            assert view.seed == "grpc-full"
+            assert list(view.winners)
+            log = await stub.GetGameLog(pb.GetGameLogRequest(game_id=game_id))
+            assert log.seed == "grpc-full"
+            assert log.events[-1].WhichOneof("kind") == "game_ended"
+            assert log.events[-1].version == view.version
+            assert moves > 10
+
+    run(go())
+
+
+def test_errors_carry_error_info_and_change_nothing(store_kind: str, url: str | None) -> None:
+    async def go() -> None:
+        async with grpc_service(make_store(store_kind, url)) as (stub, _, _):
+            created = await stub.CreateGame(
+                pb.CreateGameRequest(ruleset=pb.Ruleset(rounds=1), players=people(2), seed="e")
+            )
+            game_id = created.game.game_id
+            tokens = {s.seat: s.token for s in created.seats}
+            mover = created.game.current_seat
+            other = 1 - mover
+
+            async def version() -> int:
+                return (await stub.GetGame(pb.GetGameRequest(game_id=game_id))).version
+
+            draw = pb.Move(draw=pb.Move.Draw())
+            code, reason, _ = await expect_error(
+                lambda: stub.CreateGame(
+                    pb.CreateGameRequest(ruleset=pb.Ruleset(preset="nope"), players=people(2))
+                )
+            )
+            assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT")
+            code, reason, meta = await expect_error(
+                lambda: stub.CreateGame(
+                    pb.CreateGameRequest(ruleset=pb.Ruleset(hand_size=30), players=people(4))
+                )
+            )
+            assert (code, reason, meta["rule"]) == (
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "DEAL_DOES_NOT_FIT",
+                "MT-DEAL-2",
+            )
+            cases = [
+                (
+                    lambda: stub.ApplyMove(pb.ApplyMoveRequest(game_id=game_id, move=draw)),
+                    grpc.StatusCode.UNAUTHENTICATED,
+                    "UNAUTHENTICATED",
+                ),
+                (
+                    lambda: stub.ApplyMove(
+                        pb.ApplyMoveRequest(game_id=game_id, move=draw),
+                        metadata=bearer("not-a-token"),
+                    ),
+                    grpc.StatusCode.PERMISSION_DENIED,
+                    "BAD_SEAT_TOKEN",
+                ),
+                (
+                    lambda: stub.GetGame(pb.GetGameRequest(game_id="0" * 20)),
+                    grpc.StatusCode.NOT_FOUND,
+                    "GAME_NOT_FOUND",
+                ),
+                (
+                    lambda: stub.ApplyMove(
+                        pb.ApplyMoveRequest(game_id=game_id, move=draw),
+                        metadata=bearer(tokens[other]),
+                    ),
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    "NOT_YOUR_TURN",
+                ),
+                (
+                    lambda: stub.ApplyMove(
+                        pb.ApplyMoveRequest(game_id=game_id, move=pb.Move()),
+                        metadata=bearer(tokens[mover]),
+                    ),
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    "INVALID_ARGUMENT",
+                ),
+                (
+                    lambda: stub.ApplyMove(
+                        pb.ApplyMoveRequest(game_id=game_id, move=draw, expected_version=7),
+                        metadata=bearer(tokens[mover]),
+                    ),
+                    grpc.StatusCode.ABORTED,
+                    "VERSION_MISMATCH",
+                ),
+            ]
+            for call, want_code, want_reason in cases:
+                before = await version()
+                code, reason, _ = await expect_error(call)
+                assert (code, reason) == (want_code, want_reason)
+                assert await version() == before
+            # A move the rules forbid names the rule.
+            legal = await stub.ListLegalMoves(
+                pb.ListLegalMovesRequest(game_id=game_id), metadata=bearer(tokens[mover])
+            )
+            if legal.moves[0].move.WhichOneof("action") == "play":
+                code, reason, meta = await expect_error(
+                    lambda: stub.ApplyMove(
+                        pb.ApplyMoveRequest(game_id=game_id, move=draw),
+                        metadata=bearer(tokens[mover]),
+                    )
+                )
+                assert (code, reason, meta["rule"]) == (
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    "ILLEGAL_MOVE",
+                    "MT-TURN-2",
+                )
+
+    run(go())
+
+
+def test_health_and_reflection() -> None:
+    async def go() -> None:
+        async with grpc_service(make_store("memory", None)) as (_, channel, _):
+            health = health_pb2_grpc.HealthStub(channel)
+            for service in ("", "railyard.v1.GameService"):
+                reply = await health.Check(health_pb2.HealthCheckRequest(service=service))
+                assert reply.status == health_pb2.HealthCheckResponse.SERVING
+            stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+            request = reflection_pb2.ServerReflectionRequest(list_services="")
+            names: set[str] = set()
+            async for reply in stub.ServerReflectionInfo(iter([request])):
+                names |= {s.name for s in reply.list_services_response.service}
+            assert {"railyard.v1.GameService", "grpc.health.v1.Health"} <= names
+
+    run(go())
+
+
+def test_health_not_serving_when_redis_is_down(redis_server: object, redis_url: str) -> None:
+    async def go() -> None:
+        async with grpc_service(make_store("redis", redis_url)) as (stub, channel, _):
+            health = health_pb2_grpc.HealthStub(channel)
+            ok = await health.Check(health_pb2.HealthCheckRequest())
+            assert ok.status == health_pb2.HealthCheckResponse.SERVING
+            redis_server.kill()  # type: ignore[attr-defined]
+            down = await health.Check(health_pb2.HealthCheckRequest())
+            assert down.status == health_pb2.HealthCheckResponse.NOT_SERVING
+            code, reason, _ = await expect_error(
+                lambda: stub.GetGame(pb.GetGameRequest(game_id="0" * 20))
+            )
+            assert (code, reason) == (grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE")
+            redis_server.start()  # type: ignore[attr-defined]
+            back = await health.Check(health_pb2.HealthCheckRequest())
+            assert back.status == health_pb2.HealthCheckResponse.SERVING
+
+    run(go())
