@@ -4,15 +4,19 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit bench clean
+.PHONY: run play test lint typecheck unit proto bench bench-service clean
 
 # The virtualenv, rebuilt whenever pyproject.toml changes.
 $(STAMP): pyproject.toml
 	./scripts/bootstrap
 	@touch $@
 
-## run: play a game of Mexican Train in the terminal against bots
+## run: the service, gRPC on :50051 and HTTP on :8080 (REDIS_URL set: Redis; else in-process)
 run: $(STAMP)
+	$(BIN)/railyard serve
+
+## play: a game in the terminal against bots, through the gRPC API
+play: $(STAMP)
 	$(BIN)/railyard play
 
 ## test: everything CI checks (lint, format, types, the whole test suite)
@@ -21,6 +25,11 @@ test: lint typecheck unit
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	cd proto && ../$(BIN)/buf lint
+
+## proto: regenerate service/api from proto/ (a test fails while it is stale)
+proto: $(STAMP)
+	./scripts/gen-proto
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict engine service
@@ -32,6 +41,11 @@ unit: $(STAMP)
 ## bench: the engine benchmark (ratios against a baseline measured in the same run)
 bench: $(STAMP)
 	$(BIN)/python bench/engine.py
+
+## bench-service: N clients playing complete games against one process with Redis
+bench-service: $(STAMP)
+	./scripts/install-redis
+	$(BIN)/python bench/service.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

@@ -71,7 +71,9 @@ class Store(Protocol):
 
         If ``request_key`` is already remembered for this game id, create
         nothing and return the remembered response; else store ``response``
-        under it and return ``None``.
+        under it and return ``None``. A game id that exists with no such
+        remembered request raises ``ValueError`` (ids are random, or derived
+        from the request, so this is a programming error).
         """
         ...
 
@@ -91,7 +93,11 @@ class Store(Protocol):
     ) -> Commit:
         """If the game is at ``expected_version``: write ``state`` at ``version``,
         append ``events``, remember ``response`` under ``request_key``, refresh
-        every TTL, all in one atomic step. Else change nothing."""
+        every TTL, all in one atomic step. Else change nothing.
+
+        The version check is what makes a request apply once: a commit whose
+        answer was lost may still have been applied, so a caller retrying a
+        request first checks :meth:`recall` for its key (GameApp does)."""
         ...
 
     async def recall(self, game_id: str, request_key: str) -> bytes | None:

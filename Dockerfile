@@ -1,0 +1,21 @@
+# The service image: `docker build -t railyard .` then
+# `docker run -p 8080:8080 -p 50051:50051 -e REDIS_URL=redis://redis:6379/0 railyard`.
+# Without REDIS_URL it serves from an in-process store (one replica, for trying it out).
+FROM python:3.11-slim AS build
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY engine engine
+COPY service service
+RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+
+FROM python:3.11-slim
+RUN useradd --uid 10001 --no-create-home railyard
+COPY --from=build /wheels /wheels
+RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
+USER 10001
+EXPOSE 8080 50051
+ENV RAILYARD_HOST=0.0.0.0 RAILYARD_HTTP_PORT=8080 RAILYARD_GRPC_PORT=50051
+HEALTHCHECK --interval=10s --timeout=2s \
+  CMD python -c "import urllib.request,sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8080/healthz').status != 200)"
+# SIGTERM stops it gracefully: in-flight calls finish, then it exits.
+CMD ["railyard", "serve"]

@@ -1,0 +1,45 @@
+"""The committed generated code is what scripts/gen-proto writes from the
+.proto files, and the .proto files pass buf lint."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+GENERATED = (
+    "game_service_pb2.py",
+    "game_service_pb2.pyi",
+    "game_service_pb2_grpc.py",
+    "game_service_pb2_grpc.pyi",
+)
+
+
+def test_generated_code_is_current(tmp_path: Path) -> None:
+    out = tmp_path / "api"
+    subprocess.run(
+        [str(ROOT / "scripts" / "gen-proto"), str(out)],
+        cwd=ROOT,
+        env={"BIN": str(BIN), "PATH": f"{BIN}:/usr/bin:/bin"},
+        check=True,
+        capture_output=True,
+    )
+    stale = [
+        name
+        for name in GENERATED
+        if (out / name).read_bytes() != (ROOT / "service" / "api" / name).read_bytes()
+    ]
+    assert stale == [], f"run scripts/gen-proto: {stale} differ from the .proto files"
+
+
+@pytest.mark.skipif(shutil.which("buf", path=str(BIN)) is None, reason="buf-bin not installed")
+def test_buf_lint_is_clean() -> None:
+    buf = shutil.which("buf", path=str(BIN))
+    assert buf is not None
+    result = subprocess.run([buf, "lint"], cwd=ROOT / "proto", capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
