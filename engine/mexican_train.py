@@ -825,13 +825,7 @@ class MexicanTrain:
 
     def hand(self, seat: int) -> list[Tile]:
         """Seat ``seat``'s tiles in canonical order (private: MT-VIS-2)."""
-        hand = self.hands[seat]
-        return [
-            TILES[a << 5 | b]
-            for a in range(self._full)
-            for b in range(a, self._full)
-            if hand[a] >> b & 1
-        ]
+        return [TILES[t] for t in _hand_ids(self.hands[seat])]
 
     def hand_count(self, seat: int) -> int:
         return self.counts[seat]
@@ -868,15 +862,7 @@ class MexicanTrain:
             "version": self.version,
             "round": self.round,
             "starter": self.starter,
-            "hands": [
-                [
-                    a << 5 | b
-                    for a in range(self._full)
-                    for b in range(a, self._full)
-                    if hand[a] >> b & 1
-                ]
-                for hand in self.hands
-            ],
+            "hands": [_hand_ids(hand) for hand in self.hands],
             "boneyard": self.boneyard,
             "trains": [
                 [[p, v, tiles] for p, v, tiles in zip(parents, values, tiles_, strict=True)]
@@ -907,7 +893,7 @@ class MexicanTrain:
 
     def to_bytes(self) -> bytes:
         """A compact serialized form of the whole state; :func:`load` reverses it."""
-        return json.dumps(self.to_dict(), separators=(",", ":")).encode()
+        return _ENCODER.encode(self.to_dict()).encode()
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MexicanTrain:
@@ -1007,6 +993,21 @@ class MexicanTrain:
     def seed_sha256(self) -> str:
         """MT-FAIR-1: the commitment to the seed, public from the start."""
         return hashlib.sha256(self.seed.encode()).hexdigest()
+
+
+_ENCODER: Final = json.JSONEncoder(separators=(",", ":"))
+
+
+def _hand_ids(hand: list[int]) -> list[int]:
+    """The tile ids of a hand (per-pip masks), in canonical order."""
+    ids = []
+    for a, mask in enumerate(hand):
+        bits = mask >> a << a  # the tiles a-b with b >= a, each listed once
+        while bits:
+            low = bits & -bits
+            ids.append(a << 5 | (low.bit_length() - 1))
+            bits ^= low
+    return ids
 
 
 @functools.lru_cache(maxsize=256)

@@ -184,19 +184,24 @@ def move_to_proto(move: Move) -> pb.Move:
 def view_to_proto(
     view: GameView, game_id: str, names: Sequence[str], bots: Sequence[int]
 ) -> pb.GameView:
-    """The wire form of an engine view (already filtered for its viewer)."""
+    """The wire form of an engine view (already filtered for its viewer).
+
+    Repeated fields are filled with ``add()``: building each nested message
+    first and copying it in cost twice as much on a view of a long round.
+    """
     message = pb.GameView(
         game_id=game_id,
         version=view.version,
         status=_STATUS[view.status],
-        ruleset=_ruleset_message(view.ruleset),
         round=view.round,
         rounds_total=view.rounds_total,
-        engine=tile_to_proto(view.engine),
         boneyard_count=view.boneyard_count,
         seed_sha256=view.seed_sha256,
         winners=view.winners,
     )
+    message.ruleset.CopyFrom(_ruleset_message(view.ruleset))
+    message.engine.a = view.engine.a
+    message.engine.b = view.engine.b
     if view.current_seat is not None:
         message.current_seat = view.current_seat
     if view.viewer_seat is not None:
@@ -204,43 +209,55 @@ def view_to_proto(
     if view.seed is not None:
         message.seed = view.seed
     if view.turn is not None:
-        message.turn.CopyFrom(
-            pb.TurnView(
-                owes_tile=view.turn.owes_tile,
-                drew_this_turn=view.turn.drew_this_turn,
-                first_turn=view.turn.first_turn,
-            )
-        )
+        turn = message.turn
+        turn.owes_tile = view.turn.owes_tile
+        turn.drew_this_turn = view.turn.drew_this_turn
+        turn.first_turn = view.turn.first_turn
     if view.hand is not None:
-        message.hand.extend(tile_to_proto(t) for t in view.hand)
+        add_hand = message.hand.add
+        for tile in view.hand:
+            add_hand(a=tile.a, b=tile.b)
+    add_player = message.players.add
     for p in view.players:
-        message.players.append(
-            pb.PlayerView(
-                seat=p.seat,
-                display_name=names[p.seat],
-                hand_count=p.hand_count,
-                marker=p.marker,
-                score=p.score,
-                round_scores=p.round_scores,
-                bot=bots[p.seat],  # type: ignore[arg-type]
-            )
+        add_player(
+            seat=p.seat,
+            display_name=names[p.seat],
+            hand_count=p.hand_count,
+            marker=p.marker,
+            score=p.score,
+            round_scores=p.round_scores,
+            bot=bots[p.seat],
         )
-    for t in view.trains:
-        train = message.trains.add(
-            ref=train_to_proto(t.ref),
-            tiles=[pb.Tile(a=x.a, b=x.b) for x in t.tiles],
-            open_ends=t.open_ends,
-            marker=t.marker,
-        )
-        for b in t.branches:
-            branch = train.branches.add(end=b.end, tiles=[pb.Tile(a=x.a, b=x.b) for x in b.tiles])
+    add_train = message.trains.add
+    for trainview in view.trains:
+        train = add_train(open_ends=trainview.open_ends, marker=trainview.marker)
+        _set_ref(train.ref, trainview.ref)
+        add_tile = train.tiles.add
+        for x in trainview.tiles:
+            add_tile(a=x.a, b=x.b)
+        for b in trainview.branches:
+            branch = train.branches.add(end=b.end)
+            for x in b.tiles:
+                branch.tiles.add(a=x.a, b=x.b)
             if b.parent_end is not None:
                 branch.parent_end = b.parent_end
             if b.open_end is not None:
                 branch.open_end = b.open_end
     for d in view.open_doubles:
-        message.open_doubles.add(train=train_to_proto(d.train), value=d.value, answers=d.answers)
+        double = message.open_doubles.add(value=d.value, answers=d.answers)
+        _set_ref(double.train, d.train)
     return message
+
+
+def _set_ref(message: pb.TrainRef, ref: TrainRef) -> None:
+    if ref.kind is TrainKind.SEAT:
+        message.seat = ref.number
+    elif ref.kind is TrainKind.MEXICAN:
+        message.mexican = ref.number
+    else:
+        message.line.SetInParent()
+    if ref.end:
+        message.end = ref.end
 
 
 # ---------------------------------------------------------------- events
