@@ -1,120 +1,191 @@
-"""The ``railyard`` command: play Mexican Train in the terminal against bots.
+"""The ``railyard`` command.
 
-Until the service lands (issue 3) this drives the engine directly; the
-computer seats pick uniformly among their legal moves, seeded from the game
-seed and the version so a game replays exactly.
+* ``railyard serve``: the service (gRPC and HTTP), configured by flags and
+  environment (flags win): ``--grpc-port``/``RAILYARD_GRPC_PORT``,
+  ``--http-port``/``RAILYARD_HTTP_PORT``, ``--redis-url``/``REDIS_URL`` ...
+* ``railyard play`` (the default): a game in the terminal against bots,
+  played through the gRPC API, against ``--server`` or, without one, a
+  service started in this process on free ports.
 """
 
 from __future__ import annotations
 
 import argparse
-import random
-import secrets
+import asyncio
+import logging
 import sys
 from collections.abc import Callable, Sequence
 
+import grpc
+from pydantic import ValidationError
+
 import engine
-from engine import GameView, MexicanTrain, Move, RailyardError, build_view
+from service.api import game_service_pb2 as pb
+from service.api import game_service_pb2_grpc as pb_grpc
+from service.settings import Settings
+
+Read = Callable[[str], str]
+Write = Callable[[str], None]
 
 
-def _train_line(view: GameView, index: int) -> str:
-    train = view.trains[index]
-    name = f"p{train.ref.number}" if train.ref.kind == "seat" else f"m{train.ref.number}"
-    owner = "Mexican" if train.ref.kind == "mexican" else f"seat {train.ref.number}"
-    tiles = " ".join(f"{t.a}|{t.b}" for t in train.tiles) or "(empty)"
-    marker = "  [marker]" if train.marker else ""
-    ends = ",".join(map(str, train.open_ends))
-    line = f"  {name:<4}{owner:<9} {tiles}  -> {ends}{marker}"
-    for branch in train.branches[1:]:
-        line += f"\n        .{branch.end} from .{branch.parent_end}: "
-        line += " ".join(f"{t.a}|{t.b}" for t in branch.tiles)
-    return line
+# ------------------------------------------------------------------ serve
 
 
-def render(view: GameView, names: Sequence[str]) -> str:
+def _serve(args: argparse.Namespace) -> int:
+    overrides = {
+        name: value
+        for name, value in (
+            ("host", args.host),
+            ("grpc_port", args.grpc_port),
+            ("http_port", args.http_port),
+            ("redis_url", args.redis_url),
+            ("game_ttl", args.game_ttl),
+            ("request_ttl", args.request_ttl),
+            ("rate_limit", args.rate_limit),
+            ("log_level", args.log_level),
+        )
+        if value is not None
+    }
+    try:
+        settings = Settings(**overrides)
+    except ValidationError as exc:
+        print(f"railyard serve: bad setting: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    from service.server import serve
+
+    try:
+        asyncio.run(serve(settings))
+    except OSError as exc:
+        logging.getLogger("railyard").error("cannot start: %s", exc)
+        return 1
+    return 0
+
+
+# ------------------------------------------------------------------ play
+
+
+def _tile(t: pb.Tile) -> str:
+    return f"{t.a}-{t.b}"
+
+
+def _ref(r: pb.TrainRef) -> str:
+    return str(_engine_ref(r))
+
+
+def _engine_ref(r: pb.TrainRef) -> engine.TrainRef:
+    if r.WhichOneof("target") == "mexican":
+        return engine.TrainRef(engine.TrainKind.MEXICAN, r.mexican, r.end)
+    return engine.TrainRef(engine.TrainKind.SEAT, r.seat, r.end)
+
+
+def render(view: pb.GameView) -> str:
     """A plain-text picture of a seat's view."""
     lines = [
-        f"Round {view.round}/{view.rounds_total}  engine {view.engine}  "
+        f"Round {view.round}/{view.rounds_total}  engine {_tile(view.engine)}  "
         f"boneyard {view.boneyard_count}  version {view.version}"
     ]
-    lines += [_train_line(view, i) for i in range(len(view.trains))]
+    names = [p.display_name for p in view.players]
+    for train in view.trains:
+        ref = train.ref
+        owner = "Mexican" if ref.WhichOneof("target") == "mexican" else names[ref.seat]
+        tiles = " ".join(f"{t.a}|{t.b}" for t in train.tiles) or "(empty)"
+        ends = ",".join(map(str, train.open_ends))
+        marker = "  [marker]" if train.marker else ""
+        lines.append(f"  {_ref(ref):<5}{owner:<10} {tiles}  -> {ends}{marker}")
+        for branch in train.branches[1:]:
+            tiles = " ".join(f"{t.a}|{t.b}" for t in branch.tiles)
+            lines.append(f"         .{branch.end} from .{branch.parent_end}: {tiles}")
     for double in view.open_doubles:
-        lines.append(f"  open double {double.value}-{double.value} on {double.train}")
-    scores = "  ".join(
-        f"{names[p.seat]}: {p.hand_count} tiles, {p.score} pts" for p in view.players
+        lines.append(f"  open double {double.value}-{double.value} on {_ref(double.train)}")
+    lines.append(
+        "  "
+        + "  ".join(f"{p.display_name}: {p.hand_count} tiles, {p.score} pts" for p in view.players)
     )
-    lines.append(f"  {scores}")
-    if view.hand is not None:
-        lines.append("Your hand: " + " ".join(map(str, view.hand)))
+    if view.HasField("viewer_seat"):
+        lines.append("Your hand: " + " ".join(_tile(t) for t in view.hand))
     return "\n".join(lines)
 
 
-def _does(name: str, verb: str) -> str:
-    return f"{name} {verb}" if name == "you" else f"{name} {verb}s"
-
-
-def _describe(event: engine.Event, names: Sequence[str]) -> str | None:
-    if isinstance(event, engine.TilePlayed):
-        return f"{_does(names[event.seat], 'play')} {event.tile} on {event.train}"
-    if isinstance(event, engine.TileDrawn):
-        tile = f" {event.tile}" if event.tile is not None else " a tile"
-        return f"{_does(names[event.seat], 'draw')}{tile}" + (
-            " as a knock penalty" if event.why == "penalty" else ""
-        )
-    if isinstance(event, engine.Passed):
-        return _does(names[event.seat], "pass")
-    if isinstance(event, engine.MarkerPlaced):
-        owner = "your" if names[event.seat] == "you" else f"{names[event.seat]}'s"
-        return f"{owner} train is open (marker on)"
-    if isinstance(event, engine.DoubleSatisfied):
-        return f"double {event.value}-{event.value} on {event.train} is " + (
-            "dead" if event.dead else "satisfied"
-        )
-    if isinstance(event, engine.RoundEnded):
-        how = "domino" if event.reason == "domino" else "blocked"
-        return f"Round {event.round} ends ({how}); scores {list(event.scores)}"
-    if isinstance(event, engine.RoundStarted):
-        return (
-            f"Round {event.round} starts with engine {event.engine}; {names[event.starter]} starts"
-        )
-    if isinstance(event, engine.GameEnded):
-        won = ", ".join(names[s] for s in event.winners)
-        return f"Game over. Totals {list(event.totals)}; winner: {won} (seed {event.seed!r})"
+def describe(event: pb.GameEvent, names: Sequence[str]) -> str | None:
+    """One line for a person, or None for events not worth a line."""
+    kind = event.WhichOneof("kind")
+    if kind == "tile_played":
+        e = event.tile_played
+        return f"{names[e.seat]} played {_tile(e.tile)} on {_ref(e.train)}"
+    if kind == "tile_drawn":
+        d = event.tile_drawn
+        tile = f" {_tile(d.tile)}" if d.HasField("tile") else " a tile"
+        why = " (knock penalty)" if d.reason == pb.DRAW_REASON_PENALTY else ""
+        return f"{names[d.seat]} drew{tile}{why}"
+    if kind == "passed":
+        return f"{names[event.passed.seat]} passed"
+    if kind == "marker_placed":
+        return f"{names[event.marker_placed.seat]}'s train is open (marker on)"
+    if kind == "double_satisfied":
+        d2 = event.double_satisfied
+        return f"double {d2.value}-{d2.value} is " + ("dead" if d2.dead else "satisfied")
+    if kind == "round_started":
+        r = event.round_started
+        return f"Round {r.round} starts: engine {_tile(r.engine)}, {names[r.starter]} starts"
+    if kind == "round_ended":
+        e2 = event.round_ended
+        how = "domino" if e2.reason == pb.ROUND_END_REASON_DOMINO else "blocked"
+        return f"Round {e2.round} ends ({how}); scores {list(e2.scores)}"
+    if kind == "game_ended":
+        g = event.game_ended
+        won = ", ".join(names[s] for s in g.winners)
+        return f"Game over. Totals {list(g.totals)}; winner: {won}; seed {g.seed!r}"
     return None
 
 
-def play(
-    args: argparse.Namespace,
-    read: Callable[[str], str] = input,
-    write: Callable[[str], None] = print,
+async def _play_game(
+    stub: pb_grpc.GameServiceAsyncStub, args: argparse.Namespace, read: Read, write: Write
 ) -> int:
-    """Seat ``args.seat`` is the person; every other seat is a random bot."""
-    seed = args.seed or secrets.token_hex(8)
+    bot = pb.BotLevel.Value(f"BOT_LEVEL_{args.bots.upper()}")
+    players = [
+        pb.Player(display_name="You")
+        if s == args.seat
+        else pb.Player(display_name=f"Bot {s}", bot=bot)
+        for s in range(args.players)
+    ]
+    ruleset = pb.Ruleset(preset=args.preset)
+    if args.rounds:
+        ruleset.rounds = args.rounds
     try:
-        ruleset = engine.preset(args.preset)
-        if args.rounds:
-            ruleset = ruleset.with_options(rounds=args.rounds)
-        game = MexicanTrain(ruleset, args.players, seed)
-    except RailyardError as exc:
-        write(f"error: {exc}")
+        created = await stub.CreateGame(
+            pb.CreateGameRequest(ruleset=ruleset, players=players, seed=args.seed)
+        )
+    except grpc.aio.AioRpcError as exc:
+        write(f"error: {exc.details()}")
         return 2
-    names = ["you" if s == args.seat else f"bot{s}" for s in range(args.players)]
+    game_id = created.game.game_id
+    token = next(s.token for s in created.seats if s.seat == args.seat)
+    auth = (("authorization", f"Bearer {token}"),)
+    names = [p.display_name for p in created.game.players]
     write(
-        f"Mexican Train, {ruleset.preset} rules, {args.players} players (seed hash "
-        f"{game.seed_sha256[:12]}...). Type a move number, a move like 5-12@p0, or q."
+        f"Game {game_id}: {args.preset} rules, {args.players} players. "
+        "Type a move number, a move like 5-12@p0, or q."
     )
-    _report(game.opening_events, args.seat, names, write)
-    while not game.over:
-        if game.current_seat != args.seat:
-            bot = random.Random(f"{seed}:{game.version}")
-            _report(game.apply(bot.choice(game.legal_moves())), args.seat, names, write)
-            continue
+    log = await stub.GetGameLog(pb.GetGameLogRequest(game_id=game_id))
+    for event in log.events:
+        line = describe(event, names)
+        if line:
+            write(f"  {line}")
+    loop = asyncio.get_running_loop()
+    while True:
+        view = await stub.GetGame(pb.GetGameRequest(game_id=game_id), metadata=auth)
+        if view.status == pb.GAME_STATUS_FINISHED:
+            return 0
+        legal = await stub.ListLegalMoves(pb.ListLegalMovesRequest(game_id=game_id), metadata=auth)
         write("")
-        write(render(build_view(game, args.seat), names))
-        legal = game.legal_moves()
-        write("Moves: " + "  ".join(f"[{i}] {m}" for i, m in enumerate(legal)))
+        write(render(view))
+        write("Moves: " + "  ".join(f"[{i}] {m.notation}" for i, m in enumerate(legal.moves)))
         try:
-            answer = read("> ").strip()
+            answer = (await loop.run_in_executor(None, read, "> ")).strip()
         except EOFError:
             write("bye")
             return 0
@@ -122,35 +193,83 @@ def play(
             write("bye")
             return 0
         try:
-            move = legal[int(answer)] if answer.isdigit() else Move.parse(answer)
-            events = game.apply(move, seat=args.seat)
-        except (IndexError, RailyardError) as exc:
+            if answer.isdigit() and int(answer) < len(legal.moves):
+                move = legal.moves[int(answer)].move
+            else:
+                from service.convert import move_to_proto
+
+                move = move_to_proto(engine.Move.parse(answer))
+        except engine.RailyardError as exc:
             write(f"  not that: {exc}")
             continue
-        _report(events, args.seat, names, write)
-    return 0
+        try:
+            applied = await stub.ApplyMove(
+                pb.ApplyMoveRequest(game_id=game_id, move=move, expected_version=legal.version),
+                metadata=auth,
+            )
+        except grpc.aio.AioRpcError as exc:
+            write(f"  not that: {exc.details()}")
+            continue
+        for event in applied.events:
+            line = describe(event, names)
+            if line:
+                write(f"  {line}")
 
 
-def _report(
-    events: list[engine.Event], seat: int, names: Sequence[str], write: Callable[[str], None]
-) -> None:
-    for event in events:
-        text = _describe(engine.for_seat(event, seat), names)
-        if text:
-            write(f"  {text}")
+async def _play_async(args: argparse.Namespace, read: Read, write: Write) -> int:
+    if args.server:
+        async with grpc.aio.insecure_channel(args.server) as channel:
+            return await _play_game(pb_grpc.GameServiceStub(channel), args, read, write)
+    # No server given: start the service in this process (memory store).
+    from service.app import GameApp
+    from service.grpc_server import create_grpc_server
+    from service.store.memory import MemoryStore
+
+    server, port = create_grpc_server(GameApp(MemoryStore()), "127.0.0.1", 0)
+    await server.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            return await _play_game(pb_grpc.GameServiceStub(channel), args, read, write)
+    finally:
+        await server.stop(None)
+
+
+def play(args: argparse.Namespace, read: Read = input, write: Write = print) -> int:
+    return asyncio.run(_play_async(args, read, write))
+
+
+# ------------------------------------------------------------------ main
+
+
+def _play_options(target: argparse.ArgumentParser) -> None:
+    target.add_argument("--players", type=int, default=4, help="2 to 14 (default 4)")
+    target.add_argument("--preset", default="standard", choices=sorted(engine.PRESETS))
+    target.add_argument("--rounds", type=int, default=0, help="play only the first N rounds")
+    target.add_argument("--seed", default="", help="deal seed (default: random)")
+    target.add_argument("--seat", type=int, default=0, help="your seat (default 0)")
+    target.add_argument("--bots", default="random", choices=["random", "greedy", "expert"])
+    target.add_argument("--server", default="", help="host:port of a running gRPC service")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="railyard", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="railyard", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command")
-    p = sub.add_parser("play", help="play in the terminal against bots (the default)")
-    for target in (parser, p):
-        target.add_argument("--players", type=int, default=4, help="2 to 14 (default 4)")
-        target.add_argument("--preset", default="standard", choices=sorted(engine.PRESETS))
-        target.add_argument("--rounds", type=int, default=0, help="play only the first N rounds")
-        target.add_argument("--seed", default="", help="deal seed (default: random)")
-        target.add_argument("--seat", type=int, default=0, help="your seat (default 0)")
+    serve = sub.add_parser("serve", help="serve gRPC and HTTP")
+    serve.add_argument("--host", default=None, help="listen address (RAILYARD_HOST, 0.0.0.0)")
+    serve.add_argument("--grpc-port", type=int, default=None, help="RAILYARD_GRPC_PORT, 50051")
+    serve.add_argument("--http-port", type=int, default=None, help="RAILYARD_HTTP_PORT, 8080")
+    serve.add_argument("--redis-url", default=None, help="REDIS_URL; empty: in-process store")
+    serve.add_argument("--game-ttl", type=float, default=None, help="seconds (RAILYARD_GAME_TTL)")
+    serve.add_argument("--request-ttl", type=float, default=None, help="RAILYARD_REQUEST_TTL")
+    serve.add_argument("--rate-limit", type=float, default=None, help="requests/s per caller")
+    serve.add_argument("--log-level", default=None, help="RAILYARD_LOG_LEVEL, info")
+    _play_options(sub.add_parser("play", help="play in the terminal against bots (default)"))
+    _play_options(parser)
     args = parser.parse_args(argv)
+    if args.command == "serve":
+        return _serve(args)
     if not 0 <= args.seat < args.players:
         parser.error(f"--seat must be from 0 to {args.players - 1}")
     return play(args)

@@ -1,0 +1,642 @@
+"""The HTTP/JSON transport: FastAPI routes over :class:`~service.app.GameApp`.
+
+Routes only translate. In: the JSON body (canonical proto3 mapping, parsed by
+``json_format``), the path, ``afterVersion``/``Last-Event-ID`` and the bearer
+token become a request message and a :class:`~service.app.Caller`. Out: the
+app's message as canonical JSON, or its :class:`~service.errors.ServiceError`
+as a ``google.rpc.Status`` body with the HTTP status of API.md's table.
+Loading, permissions, rate limits and storage are the app's, never a route's.
+
+FastAPI never validates anything here (no declared parameters or pydantic
+bodies), so it never answers 422: every refusal, routing ones included, is a
+Status body. The OpenAPI document is generated from the proto descriptors
+(:mod:`service.openapi`), not from pydantic models.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Annotated, Any, Final, Literal, TypeVar
+
+import anyio
+import grpc
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from google.protobuf import json_format
+from google.protobuf.message import Message
+from google.rpc import error_details_pb2, status_pb2
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from service import errors, openapi
+from service.api import game_service_pb2 as pb
+from service.app import Caller, GameApp
+from service.errors import ServiceError
+
+log = logging.getLogger("railyard.http")
+
+M = TypeVar("M", bound=Message)
+
+_INT64: Final = re.compile(r"-?[0-9]{1,19}")
+_INT64_MIN: Final = -(2**63)
+_INT64_MAX: Final = 2**63 - 1
+_SEAT_TOKEN: Final = "seatToken"
+
+# ------------------------------------------------------------------ wire helpers
+
+
+def to_json(message: Message) -> dict[str, Any]:
+    """The canonical proto3 JSON of ``message`` (lowerCamelCase, enum names,
+    64-bit integers as strings, empty fields omitted)."""
+    return json_format.MessageToDict(message)
+
+
+def status_body(
+    code: grpc.StatusCode, reason: str, message: str, metadata: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """A ``google.rpc.Status`` with one ``ErrorInfo``, in JSON."""
+    status = status_pb2.Status(code=int(code.value[0]), message=message)
+    info = error_details_pb2.ErrorInfo(
+        reason=reason, domain=errors.DOMAIN, metadata=dict(metadata or {})
+    )
+    status.details.add().Pack(info)
+    return to_json(status)
+
+
+def error_response(error: ServiceError) -> JSONResponse:
+    headers = {}
+    retry_after = error.metadata.get("retryAfterSeconds")
+    if retry_after:
+        headers["Retry-After"] = retry_after
+    body = status_body(error.code, error.reason, error.message, error.metadata)
+    return JSONResponse(body, status_code=error.http_status, headers=headers)
+
+
+def proto_response(message: Message) -> JSONResponse:
+    return JSONResponse(to_json(message))
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else "malformed request"
+
+
+def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise errors.invalid(f"the body names {key!r} twice")
+        found[key] = value
+    return found
+
+
+async def parse_body(request: Request, message: M) -> M:
+    """``message`` filled from the JSON body; an empty body is an empty message.
+    Bad JSON, unknown fields and wrong types are INVALID_ARGUMENT."""
+    raw = await request.body()
+    if not raw.strip():
+        return message
+    try:
+        data = json.loads(raw, object_pairs_hook=_refuse_duplicates)
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise errors.invalid(f"the body is not valid JSON: {_first_line(str(exc))}") from exc
+    if not isinstance(data, dict):
+        raise errors.invalid("the body must be a JSON object")
+    try:
+        json_format.ParseDict(data, message)
+    except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
+        raise errors.invalid(_first_line(str(exc))) from exc
+    return message
+
+
+def parse_int64(text: str, name: str) -> int:
+    """A query or header value that must be an int64."""
+    value = text.strip()
+    if not _INT64.fullmatch(value) or not _INT64_MIN <= int(value) <= _INT64_MAX:
+        raise errors.invalid(f"{name} must be an integer version, not {text!r}", field=name)
+    return int(value)
+
+
+def _unauthenticated(message: str) -> ServiceError:
+    return ServiceError(grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED", message)
+
+
+# ------------------------------------------------------------------ dependencies
+
+
+def get_game_app(request: Request) -> GameApp:
+    game_app = request.app.state.game_app
+    assert isinstance(game_app, GameApp)
+    return game_app
+
+
+def get_caller(request: Request) -> Caller:
+    """The bearer token (absent: a spectator) and the peer, for rate limits."""
+    peer = request.client.host if request.client else ""
+    header = request.headers.get("authorization")
+    if header is None or not header.strip():
+        return Caller(token=None, peer=peer)
+    scheme, _, token = header.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise _unauthenticated("the authorization header must be 'Bearer <seat token>'")
+    return Caller(token=token, peer=peer)
+
+
+def get_game_id(request: Request) -> str:
+    return str(request.path_params["gameId"])
+
+
+GameAppDep = Annotated[GameApp, Depends(get_game_app)]
+CallerDep = Annotated[Caller, Depends(get_caller)]
+GameIdDep = Annotated[str, Depends(get_game_id)]
+
+# ------------------------------------------------------------------ OpenAPI of a route
+
+_ERROR_DESCRIPTIONS: Final = {
+    400: "INVALID_ARGUMENT (malformed request, DEAL_DOES_NOT_FIT) or FAILED_PRECONDITION "
+    "(NOT_YOUR_TURN, ILLEGAL_MOVE, GAME_OVER)",
+    401: "UNAUTHENTICATED: no seat token, or a malformed authorization header",
+    403: "PERMISSION_DENIED (BAD_SEAT_TOKEN): the token is not a seat token of this game",
+    404: "NOT_FOUND (GAME_NOT_FOUND)",
+    409: "ABORTED (VERSION_MISMATCH): expectedVersion is not the game's version",
+    429: "RESOURCE_EXHAUSTED (RATE_LIMITED); Retry-After gives the seconds to wait",
+    503: "UNAVAILABLE (STORE_UNAVAILABLE)",
+}
+
+_GAME_ID_PARAM: Final = {
+    "name": "gameId",
+    "in": "path",
+    "required": True,
+    "description": "The game's id, as CreateGame returned it.",
+    "schema": {"type": "string"},
+}
+
+
+def _error(status: int) -> dict[str, Any]:
+    response: dict[str, Any] = {
+        "description": _ERROR_DESCRIPTIONS[status],
+        "content": {"application/json": {"schema": openapi.status_ref()}},
+    }
+    if status == 429:
+        response["headers"] = {
+            "Retry-After": {
+                "description": "Seconds to wait before retrying.",
+                "schema": {"type": "integer", "minimum": 1},
+            }
+        }
+    return response
+
+
+def operation(
+    *,
+    ok: dict[str, Any],
+    failures: Sequence[int],
+    body: dict[str, Any] | None = None,
+    auth: Literal["none", "optional", "required"] = "none",
+    parameters: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
+    """``openapi_extra`` of a route: its parameters, body, answers and security."""
+    extra: dict[str, Any] = {"responses": {"200": ok, **{str(s): _error(s) for s in failures}}}
+    if parameters:
+        extra["parameters"] = list(parameters)
+    if body is not None:
+        extra["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
+    if auth == "required":
+        extra["security"] = [{_SEAT_TOKEN: []}]
+    elif auth == "optional":
+        extra["security"] = [{_SEAT_TOKEN: []}, {}]
+    return extra
+
+
+def _json_ok(description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+# ------------------------------------------------------------------ games
+
+games = APIRouter(prefix="/v1/games", tags=["games"])
+
+
+@games.post(
+    "",
+    operation_id="CreateGame",
+    summary="Create a game",
+    description="A new game from a ruleset (preset and overrides) and the players; "
+    "returns its public view and one token per seat (shown only here).",
+    openapi_extra=operation(
+        body=openapi.ref(pb.CreateGameRequest.DESCRIPTOR),
+        ok=_json_ok("The new game", openapi.ref(pb.CreateGameResponse.DESCRIPTOR)),
+        failures=(400, 401, 429, 503),
+    ),
+)
+async def create_game(request: Request, game_app: GameAppDep, caller: CallerDep) -> Response:
+    message = await parse_body(request, pb.CreateGameRequest())
+    return proto_response(await game_app.create_game(message, caller))
+
+
+@games.get(
+    "/{gameId}",
+    operation_id="GetGame",
+    summary="View a game",
+    description="The caller's view: public, or public plus the seat's hand with its token.",
+    openapi_extra=operation(
+        parameters=[_GAME_ID_PARAM],
+        auth="optional",
+        ok=_json_ok("The caller's view", openapi.ref(pb.GameView.DESCRIPTOR)),
+        failures=(401, 403, 404, 429, 503),
+    ),
+)
+async def get_game(game_app: GameAppDep, caller: CallerDep, game_id: GameIdDep) -> Response:
+    return proto_response(await game_app.get_game(game_id, caller))
+
+
+@games.get(
+    "/{gameId}/legal-moves",
+    operation_id="ListLegalMoves",
+    summary="List the caller's legal moves",
+    description="The seat's legal moves now (none when it is not its turn) and the "
+    "version they apply to.",
+    openapi_extra=operation(
+        parameters=[_GAME_ID_PARAM],
+        auth="required",
+        ok=_json_ok("The legal moves", openapi.ref(pb.ListLegalMovesResponse.DESCRIPTOR)),
+        failures=(401, 403, 404, 429, 503),
+    ),
+)
+async def list_legal_moves(game_app: GameAppDep, caller: CallerDep, game_id: GameIdDep) -> Response:
+    return proto_response(await game_app.list_legal_moves(game_id, caller))
+
+
+#: The body of ApplyMove over HTTP: the request without gameId (it is in the path).
+APPLY_MOVE_BODY: Final = "ApplyMoveBody"
+
+
+@games.post(
+    "/{gameId}/moves",
+    operation_id="ApplyMove",
+    summary="Apply a move",
+    description="One move for the caller's seat, then any bot turns that follow; "
+    "optional expectedVersion (else 409) and requestId (a repeat returns the first answer).",
+    openapi_extra=operation(
+        parameters=[_GAME_ID_PARAM],
+        auth="required",
+        body={"$ref": openapi.REF_PREFIX + APPLY_MOVE_BODY},
+        ok=_json_ok(
+            "The view after the move and its events", openapi.ref(pb.ApplyMoveResponse.DESCRIPTOR)
+        ),
+        failures=(400, 401, 403, 404, 409, 429, 503),
+    ),
+)
+async def apply_move(
+    request: Request, game_app: GameAppDep, caller: CallerDep, game_id: GameIdDep
+) -> Response:
+    message = await parse_body(request, pb.ApplyMoveRequest())
+    if message.game_id and message.game_id != game_id:
+        raise errors.invalid("gameId belongs in the path, not in the body", field="gameId")
+    message.game_id = game_id
+    return proto_response(await game_app.apply_move(message, caller))
+
+
+class EventStreamResponse(StreamingResponse):
+    media_type = "text/event-stream"
+
+
+def _sse_frame(item: pb.GameEvent | None) -> str:
+    if item is None:
+        return ": keep-alive\n\n"
+    data = json.dumps(to_json(item), separators=(",", ":"), ensure_ascii=False)
+    return f"id: {item.version}\ndata: {data}\n\n"
+
+
+def _sse_error(body: dict[str, Any]) -> str:
+    return f"event: error\ndata: {json.dumps(body, separators=(',', ':'))}\n\n"
+
+
+async def _until_closed(
+    events: AsyncIterator[pb.GameEvent | None], closing: asyncio.Event
+) -> AsyncIterator[pb.GameEvent | None]:
+    """The items of ``events`` until ``closing`` is set, which ends at once
+    even while the app waits for the next event."""
+    closed = asyncio.ensure_future(closing.wait())
+    step: asyncio.Future[pb.GameEvent | None] | None = None
+    try:
+        while not closing.is_set():
+            step = asyncio.ensure_future(_next(events))
+            await asyncio.wait({step, closed}, return_when=asyncio.FIRST_COMPLETED)
+            if not step.done():
+                return
+            done, step = step, None
+            try:
+                item = done.result()
+            except StopAsyncIteration:
+                return
+            yield item
+    finally:
+        # Closing, or the client went away: stop the app's generator before
+        # anyone calls its aclose() (it cannot close while it is running).
+        closed.cancel()
+        if step is not None:
+            step.cancel()
+            # Shielded: a cancelled anyio scope would cancel this wait too.
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait({step})
+            if not step.cancelled():
+                step.exception()  # the stream is over; only retrieve it
+
+
+async def _next(events: AsyncIterator[pb.GameEvent | None]) -> pb.GameEvent | None:
+    return await anext(events)
+
+
+async def _event_stream(
+    first: pb.GameEvent | None,
+    events: AsyncIterator[pb.GameEvent | None],
+    closing: asyncio.Event,
+) -> AsyncIterator[str]:
+    """The SSE frames of ``first`` and the rest of ``events``. A failure after
+    the headers are sent ends the stream with an ``error`` event; a shutdown
+    (:func:`close_streams`) ends it with a comment, and the client reconnects
+    with ``Last-Event-ID``."""
+    try:
+        yield _sse_frame(first)
+        async for item in _until_closed(events, closing):
+            yield _sse_frame(item)
+        if closing.is_set():
+            yield ": server shutting down; reconnect with Last-Event-ID\n\n"
+    except ServiceError as exc:
+        log.warning("watch stream ended: %s %s", exc.reason, exc.message)
+        yield _sse_error(status_body(exc.code, exc.reason, exc.message, exc.metadata))
+    except Exception:
+        log.exception("watch stream failed")
+        yield _sse_error(status_body(grpc.StatusCode.INTERNAL, "INTERNAL", "internal error"))
+    finally:
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            with anyio.CancelScope(shield=True):
+                await aclose()
+
+
+def get_streams_closing(request: Request) -> asyncio.Event:
+    closing = request.app.state.streams_closing
+    assert isinstance(closing, asyncio.Event)
+    return closing
+
+
+def close_streams(api: FastAPI) -> None:
+    """End every open WatchGame stream now, and any opened later right after
+    its snapshot. Call it when a graceful shutdown begins: an SSE response never
+    ends by itself, and uvicorn waits for open responses before it exits."""
+    closing = api.state.streams_closing
+    assert isinstance(closing, asyncio.Event)
+    closing.set()
+
+
+def resume_version(request: Request) -> int | None:
+    """Where a watch resumes: ``Last-Event-ID`` (an EventSource reconnecting)
+    wins over ``afterVersion``; neither: only what follows the snapshot."""
+    last_event_id = request.headers.get("last-event-id", "").strip()
+    if last_event_id:
+        return parse_int64(last_event_id, "Last-Event-ID")
+    after = request.query_params.get("afterVersion")
+    return None if after is None else parse_int64(after, "afterVersion")
+
+
+@games.get(
+    "/{gameId}/events",
+    operation_id="WatchGame",
+    summary="Watch a game (Server-Sent Events)",
+    description="A snapshot event (the caller's view now), then every event with a "
+    "version above afterVersion, then live events until gameEnded. Each event is one "
+    "`data:` line holding a GameEvent in JSON, with `id:` its version; a `: keep-alive` "
+    "comment comes after each quiet period (at most 15 s). A failure after the stream "
+    "started ends it with an `event: error` whose data is a Status.",
+    response_class=EventStreamResponse,
+    openapi_extra=operation(
+        parameters=[
+            _GAME_ID_PARAM,
+            {
+                "name": "afterVersion",
+                "in": "query",
+                "required": False,
+                "description": "Send the events with a version above this one.",
+                "schema": openapi.field_schema(
+                    pb.WatchGameRequest.DESCRIPTOR.fields_by_name["after_version"]
+                ),
+            },
+            {
+                "name": "Last-Event-ID",
+                "in": "header",
+                "required": False,
+                "description": "The last SSE id received (a version); resumes like "
+                "afterVersion and wins over it.",
+                "schema": {"type": "string", "pattern": "^-?[0-9]+$"},
+            },
+        ],
+        auth="optional",
+        ok={
+            "description": "A stream of GameEvent (see the GameEvent schema), one per "
+            "`data:` line, `id:` its version.",
+            "content": {
+                "text/event-stream": {
+                    "schema": {"type": "string"},
+                    "x-event-schema": openapi.ref(pb.GameEvent.DESCRIPTOR),
+                }
+            },
+        },
+        failures=(400, 401, 403, 404, 429, 503),
+    ),
+)
+async def watch_game(
+    request: Request,
+    game_app: GameAppDep,
+    caller: CallerDep,
+    game_id: GameIdDep,
+    closing: Annotated[asyncio.Event, Depends(get_streams_closing)],
+) -> Response:
+    events = game_app.watch_game(game_id, resume_version(request), caller)
+    # Pull the snapshot first: an unknown game or a bad token is a plain HTTP
+    # error, not a stream that opens and fails.
+    try:
+        first = await anext(events)
+    except StopAsyncIteration:
+        return EventStreamResponse(iter(()), headers={"Cache-Control": "no-cache"})
+    return EventStreamResponse(
+        _event_stream(first, events, closing),
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+@games.get(
+    "/{gameId}/log",
+    operation_id="GetGameLog",
+    summary="The game's public log",
+    description="Every public event from the start, the ruleset, the seed's SHA-256, "
+    "and the seed once the game is over (MT-FAIR-1).",
+    openapi_extra=operation(
+        parameters=[_GAME_ID_PARAM],
+        ok=_json_ok("The log", openapi.ref(pb.GetGameLogResponse.DESCRIPTOR)),
+        failures=(401, 404, 429, 503),
+    ),
+)
+async def get_game_log(game_app: GameAppDep, caller: CallerDep, game_id: GameIdDep) -> Response:
+    return proto_response(await game_app.get_game_log(game_id, caller))
+
+
+# ------------------------------------------------------------------ rulesets
+
+rulesets = APIRouter(prefix="/v1/rulesets", tags=["rulesets"])
+
+
+@rulesets.get(
+    "",
+    operation_id="ListRulesets",
+    summary="List the presets",
+    description="Every preset with its resolved options.",
+    openapi_extra=operation(
+        ok=_json_ok("The presets", openapi.ref(pb.ListRulesetsResponse.DESCRIPTOR)),
+        failures=(),
+    ),
+)
+async def list_rulesets(game_app: GameAppDep) -> Response:
+    return proto_response(game_app.list_rulesets())
+
+
+# ------------------------------------------------------------------ health
+
+health = APIRouter(tags=["health"])
+
+_HEALTH_OK: Final = _json_ok(
+    "Up",
+    {
+        "type": "object",
+        "properties": {"status": {"type": "string", "const": "ok"}},
+        "required": ["status"],
+    },
+)
+
+
+@health.get(
+    "/healthz",
+    operation_id="Healthz",
+    summary="Liveness: the process is up",
+    openapi_extra=operation(ok=_HEALTH_OK, failures=()),
+)
+async def healthz() -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+@health.get(
+    "/readyz",
+    operation_id="Readyz",
+    summary="Readiness: the store answers",
+    openapi_extra=operation(ok=_HEALTH_OK, failures=(503,)),
+)
+async def readyz(game_app: GameAppDep) -> Response:
+    if await game_app.ready():
+        return JSONResponse({"status": "ok"})
+    return error_response(errors.store_unavailable("readiness check: the store did not answer"))
+
+
+# ------------------------------------------------------------------ errors
+
+#: HTTP status of a routing refusal -> gRPC code and reason (as grpc-gateway's).
+_ROUTING: Final[dict[int, tuple[grpc.StatusCode, str]]] = {
+    400: (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT"),
+    404: (grpc.StatusCode.NOT_FOUND, "NOT_FOUND"),
+    405: (grpc.StatusCode.UNIMPLEMENTED, "METHOD_NOT_ALLOWED"),
+}
+
+
+async def _on_service_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ServiceError)
+    return error_response(exc)
+
+
+async def _on_http_error(request: Request, exc: Exception) -> Response:
+    """Unknown routes (404), wrong methods (405): a Status body, not Starlette's."""
+    assert isinstance(exc, StarletteHTTPException)
+    code, reason = _ROUTING.get(exc.status_code, (grpc.StatusCode.UNKNOWN, "UNKNOWN"))
+    if exc.status_code == 404:
+        message = f"no route {request.method} {request.url.path}"
+    elif exc.status_code == 405:
+        message = f"{request.method} is not allowed on {request.url.path}"
+    else:
+        message = str(exc.detail)
+    body = status_body(code, reason, message)
+    return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+
+async def _on_validation_error(request: Request, exc: Exception) -> Response:
+    # No route declares FastAPI-validated parameters; kept so one never turns into a 422.
+    return error_response(errors.invalid(_first_line(str(exc))))
+
+
+async def _on_unexpected(request: Request, exc: Exception) -> Response:
+    log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+    body = status_body(grpc.StatusCode.INTERNAL, "INTERNAL", "internal error")
+    return JSONResponse(body, status_code=500)
+
+
+# ------------------------------------------------------------------ the app
+
+
+class RailyardAPI(FastAPI):
+    """FastAPI whose OpenAPI components come from the proto descriptors."""
+
+    def openapi(self) -> dict[str, Any]:
+        if self.openapi_schema:
+            return self.openapi_schema
+        document = get_openapi(
+            title=self.title,
+            version=self.version,
+            description=self.description,
+            routes=self.routes,
+            tags=self.openapi_tags,
+        )
+        schemas = document.setdefault("components", {}).setdefault("schemas", {})
+        schemas[APPLY_MOVE_BODY] = openapi.message_schema(
+            pb.ApplyMoveRequest.DESCRIPTOR, omit={"game_id"}
+        )
+        schemas[APPLY_MOVE_BODY]["title"] = APPLY_MOVE_BODY
+        document["components"]["securitySchemes"] = {
+            _SEAT_TOKEN: {
+                "type": "http",
+                "scheme": "bearer",
+                "description": "A seat token returned by CreateGame. Without it the "
+                "caller is a spectator.",
+            }
+        }
+        self.openapi_schema = openapi.add_components(document, [pb.DESCRIPTOR])
+        return self.openapi_schema
+
+
+def create_http_app(app: GameApp) -> FastAPI:
+    """The HTTP/JSON transport of ``app`` (serve it with any ASGI server)."""
+    api = RailyardAPI(
+        title="Railyard",
+        version="v1",
+        description="Mexican Train dominoes as a service: the HTTP/JSON transport of "
+        "railyard.v1.GameService (canonical proto3 JSON). Errors are google.rpc.Status "
+        "bodies with one ErrorInfo.",
+        openapi_tags=[
+            {"name": "games", "description": "Create, view, play and watch games."},
+            {"name": "rulesets", "description": "The presets."},
+            {"name": "health", "description": "Liveness and readiness."},
+        ],
+        redoc_url=None,
+    )
+    api.state.game_app = app
+    api.state.streams_closing = asyncio.Event()
+    api.include_router(games)
+    api.include_router(rulesets)
+    api.include_router(health)
+    api.add_exception_handler(ServiceError, _on_service_error)
+    api.add_exception_handler(StarletteHTTPException, _on_http_error)
+    api.add_exception_handler(RequestValidationError, _on_validation_error)
+    api.add_exception_handler(Exception, _on_unexpected)
+    return api
