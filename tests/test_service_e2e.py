@@ -1,0 +1,1130 @@
+"""End to end: real gRPC and HTTP servers on loopback ports over one real Redis.
+
+Several service instances (each its own RedisStore, GameApp, gRPC server and
+uvicorn HTTP server) share one redis-server, as replicas behind a load
+balancer would. What is checked:
+
+* whole games through either transport, and across instances and transports;
+* hidden information (MT-VIS, MT-DR-3, MT-FAIR-1): no payload a caller can get
+  (views, legal moves, move answers, watch streams, logs, error bodies), read
+  raw off the wire, names a tile of another hand or of the boneyard, or the
+  seed before the game is over;
+* races between instances: one winner per version, one application per
+  requestId, the same answer byte for byte to every retry;
+* CreateGame with a requestId is idempotent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import re
+import socket
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+import httpx
+import pytest
+import uvicorn
+from google.protobuf import json_format
+from google.protobuf.message import Message
+from google.rpc import error_details_pb2, status_pb2
+from grpc_status import rpc_status
+from redis import Redis
+
+import engine
+from engine.tiles import MAX_SET
+from service.api import game_service_pb2 as pb
+from service.app import GameApp
+from service.grpc_server import create_grpc_server
+from service.http_server import create_http_app
+from service.settings import Settings
+from service.store.redis import RedisStore
+from tests.service_helpers import bearer, people, run
+
+FINISHED = "GAME_STATUS_FINISHED"
+_CODE_NAMES = {code.value[0]: code.name for code in grpc.StatusCode}
+_SERVICE = "/railyard.v1.GameService/"
+
+TileT = tuple[int, int]
+
+
+def _tile(a: int, b: int) -> TileT:
+    return (a, b) if a <= b else (b, a)
+
+
+# ------------------------------------------------------------------ servers
+
+
+@asynccontextmanager
+async def http_server(app: GameApp) -> AsyncIterator[str]:
+    """uvicorn serving create_http_app(app) on a free loopback port, in this loop."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Accepted connections inherit it; without it every answer waits ~40 ms on
+    # delayed ACKs (asyncio sets it itself only on sockets it creates).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(
+        create_http_app(app),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="off",
+        timeout_graceful_shutdown=2,
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        while not server.started:
+            if task.done():
+                task.result()
+                raise RuntimeError("uvicorn stopped before it started")
+            await asyncio.sleep(0.005)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task
+        sock.close()
+
+
+@dataclass
+class Instance:
+    """One replica: its own store object, app, gRPC server and HTTP server."""
+
+    store: RedisStore
+    app: GameApp
+    channel: grpc.aio.Channel
+    http: httpx.AsyncClient
+
+    @property
+    def grpc(self) -> GrpcClient:
+        return GrpcClient(self.channel)
+
+    @property
+    def rest(self) -> HttpClient:
+        return HttpClient(self.http)
+
+
+@asynccontextmanager
+async def instance(redis_url: str) -> AsyncIterator[Instance]:
+    async with AsyncExitStack() as stack:
+        store = RedisStore(redis_url)
+        stack.push_async_callback(store.close)
+        app = GameApp(store, Settings(rate_limit=0))
+        server, port = create_grpc_server(app, "127.0.0.1", 0)
+        await server.start()
+        stack.push_async_callback(server.stop, None)
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+        stack.push_async_callback(channel.close)
+        base = await stack.enter_async_context(http_server(app))
+        client = await stack.enter_async_context(
+            httpx.AsyncClient(base_url=base, timeout=httpx.Timeout(30, read=60))
+        )
+        yield Instance(store, app, channel, client)
+
+
+# ------------------------------------------------------------------ clients
+
+
+@dataclass
+class Reply:
+    """One answer as received: the code, the canonical JSON, the raw payloads."""
+
+    code: str  # "OK" or the gRPC status code's name
+    reason: str  # the ErrorInfo reason; "" when OK
+    data: dict[str, Any]  # the response message, or the google.rpc.Status, as JSON
+    message: Message  # the same, as a message
+    raw: list[tuple[str, bytes]]  # ("bin" | "json" | "text", payload) as on the wire
+    http_status: int = 200
+
+    def ok(self) -> dict[str, Any]:
+        assert self.code == "OK", f"{self.code} {self.reason}: {self.data}"
+        return self.data
+
+
+def _reason(status: status_pb2.Status) -> str:
+    info = error_details_pb2.ErrorInfo()
+    assert status.details, f"no ErrorInfo in {status}"
+    assert status.details[0].Unpack(info), f"no ErrorInfo in {status}"
+    return info.reason
+
+
+def _json_of(message: Message) -> tuple[dict[str, Any], bytes]:
+    text = json_format.MessageToJson(message)
+    return json.loads(text), text.encode()
+
+
+class GrpcClient:
+    """GameService over a channel, keeping every answer's wire bytes."""
+
+    name = "grpc"
+
+    def __init__(self, channel: grpc.aio.Channel) -> None:
+        self.channel = channel
+
+    async def _unary(self, method: str, request: Message, kind: type[Message], token: str | None):
+        call = self.channel.unary_unary(
+            _SERVICE + method,
+            request_serializer=type(request).SerializeToString,
+            response_deserializer=None,  # the raw bytes
+        )
+        try:
+            wire = await call(request, metadata=bearer(token) if token else None)
+        except grpc.aio.AioRpcError as exc:
+            return _grpc_error(exc)
+        message = kind.FromString(wire)
+        data, text = _json_of(message)
+        return Reply("OK", "", data, message, [("bin", wire), ("json", text)])
+
+    async def create(self, request: pb.CreateGameRequest) -> Reply:
+        return await self._unary("CreateGame", request, pb.CreateGameResponse, None)
+
+    async def get(self, game_id: str, token: str | None) -> Reply:
+        return await self._unary("GetGame", pb.GetGameRequest(game_id=game_id), pb.GameView, token)
+
+    async def legal(self, game_id: str, token: str | None) -> Reply:
+        request = pb.ListLegalMovesRequest(game_id=game_id)
+        return await self._unary("ListLegalMoves", request, pb.ListLegalMovesResponse, token)
+
+    async def apply(
+        self,
+        game_id: str,
+        token: str | None,
+        move: dict[str, Any],
+        expected: int | None = None,
+        request_id: str | None = None,
+    ) -> Reply:
+        request = pb.ApplyMoveRequest(game_id=game_id)
+        json_format.ParseDict(move, request.move)
+        if expected is not None:
+            request.expected_version = expected
+        if request_id is not None:
+            request.request_id = request_id
+        return await self._unary("ApplyMove", request, pb.ApplyMoveResponse, token)
+
+    async def log(self, game_id: str) -> Reply:
+        request = pb.GetGameLogRequest(game_id=game_id)
+        return await self._unary("GetGameLog", request, pb.GetGameLogResponse, None)
+
+    async def watch(
+        self,
+        game_id: str,
+        token: str | None,
+        after: int | None = None,
+        started: asyncio.Event | None = None,
+    ) -> list[tuple[dict[str, Any], list[tuple[str, bytes]]]]:
+        request = pb.WatchGameRequest(game_id=game_id)
+        if after is not None:
+            request.after_version = after
+        call = self.channel.unary_stream(
+            _SERVICE + "WatchGame",
+            request_serializer=pb.WatchGameRequest.SerializeToString,
+            response_deserializer=None,
+        )
+        out = []
+        async for wire in call(request, metadata=bearer(token) if token else None):
+            data, text = _json_of(pb.GameEvent.FromString(wire))
+            out.append((data, [("bin", wire), ("json", text)]))
+            if started is not None:
+                started.set()
+        return out
+
+
+def _grpc_error(exc: grpc.aio.AioRpcError) -> Reply:
+    status = rpc_status.from_call(exc)  # type: ignore[arg-type]
+    assert status is not None, f"no google.rpc.Status in {exc!r}"
+    data, text = _json_of(status)
+    raw: list[tuple[str, bytes]] = [
+        ("text", (exc.details() or "").encode()),
+        ("bin", status.SerializeToString()),
+        ("json", text),
+    ]
+    for key, value in exc.trailing_metadata() or ():
+        raw.append(("bin", value if isinstance(value, bytes) else f"{key}: {value}".encode()))
+    return Reply(exc.code().name, _reason(status), data, status, raw)
+
+
+class HttpClient:
+    """The HTTP/JSON transport, keeping every body as received."""
+
+    name = "http"
+
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self.client = client
+
+    async def _call(
+        self,
+        verb: str,
+        path: str,
+        kind: type[Message],
+        token: str | None,
+        body: dict[str, Any] | None = None,
+    ) -> Reply:
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        response = await self.client.request(verb, path, json=body, headers=headers)
+        data = response.json()
+        raw = [("json", response.content)]
+        if response.status_code == 200:
+            message = json_format.ParseDict(data, kind(), ignore_unknown_fields=True)
+            return Reply("OK", "", data, message, raw)
+        status = json_format.ParseDict(data, status_pb2.Status())
+        code = _CODE_NAMES[data["code"]]
+        return Reply(code, _reason(status), data, status, raw, response.status_code)
+
+    async def create(self, request: pb.CreateGameRequest) -> Reply:
+        body = json_format.MessageToDict(request)
+        return await self._call("POST", "/v1/games", pb.CreateGameResponse, None, body)
+
+    async def get(self, game_id: str, token: str | None) -> Reply:
+        return await self._call("GET", f"/v1/games/{game_id}", pb.GameView, token)
+
+    async def legal(self, game_id: str, token: str | None) -> Reply:
+        path = f"/v1/games/{game_id}/legal-moves"
+        return await self._call("GET", path, pb.ListLegalMovesResponse, token)
+
+    async def apply(
+        self,
+        game_id: str,
+        token: str | None,
+        move: dict[str, Any],
+        expected: int | None = None,
+        request_id: str | None = None,
+    ) -> Reply:
+        body: dict[str, Any] = {"move": move}
+        if expected is not None:
+            # API.md: int64 as a JSON string, and a number is accepted on input.
+            body["expectedVersion"] = str(expected) if expected % 2 else expected
+        if request_id is not None:
+            body["requestId"] = request_id
+        path = f"/v1/games/{game_id}/moves"
+        return await self._call("POST", path, pb.ApplyMoveResponse, token, body)
+
+    async def log(self, game_id: str) -> Reply:
+        return await self._call("GET", f"/v1/games/{game_id}/log", pb.GetGameLogResponse, None)
+
+    async def watch(
+        self,
+        game_id: str,
+        token: str | None,
+        after: int | None = None,
+        started: asyncio.Event | None = None,
+        last_event_id: int | None = None,
+    ) -> list[tuple[dict[str, Any], list[tuple[str, bytes]]]]:
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        if last_event_id is not None:
+            headers["last-event-id"] = str(last_event_id)
+        params = {} if after is None else {"afterVersion": str(after)}
+        out = []
+        path = f"/v1/games/{game_id}/events"
+        async with self.client.stream("GET", path, params=params, headers=headers) as response:
+            assert response.status_code == 200, await response.aread()
+            assert response.headers["content-type"].startswith("text/event-stream")
+            event_id: str | None = None
+            async for line in response.aiter_lines():
+                assert not line.startswith("event:"), f"the stream failed: {line}"
+                if line.startswith("id:"):
+                    event_id = line[3:].strip()
+                elif line.startswith("data:"):
+                    payload = line[5:].strip()
+                    data = json.loads(payload)
+                    assert event_id == data.get("version", "0"), (event_id, payload)
+                    out.append((data, [("json", payload.encode())]))
+                    event_id = None
+                    if started is not None:
+                        started.set()
+        return out
+
+
+Client = GrpcClient | HttpClient
+
+
+# ------------------------------------------------------------------ games
+
+
+def _version(message: dict[str, Any]) -> int:
+    """A message's int64 version (proto3 JSON leaves out 0, writes a string)."""
+    return int(message.get("version", "0"))
+
+
+def _seed(label: str) -> str:
+    """A distinctive seed, the same on every run (a failure replays)."""
+    return f"{label}-{uuid.uuid5(uuid.NAMESPACE_URL, label)}"
+
+
+def _finished(view: dict[str, Any]) -> bool:
+    return view.get("status") == FINISHED
+
+
+def _tokens(created: dict[str, Any]) -> dict[int, str]:
+    return {s.get("seat", 0): s["token"] for s in created["seats"]}
+
+
+def _kind(event: dict[str, Any]) -> str:
+    kinds = [k for k in event if k != "version"]
+    assert len(kinds) == 1, event
+    return kinds[0]
+
+
+async def play_to_end(
+    client: Client,
+    game_id: str,
+    tokens: dict[int, str],
+    view: dict[str, Any],
+    rng: random.Random,
+    bots: set[int],
+) -> tuple[dict[str, Any], int]:
+    """Random legal moves by the people until the game is over; the last view."""
+    moves = 0
+    while not _finished(view):
+        seat = view["currentSeat"]
+        assert seat not in bots, "a bot seat is played by the service"
+        legal = (await client.legal(game_id, tokens[seat])).ok()
+        assert legal["moves"], f"seat {seat} to move has no legal move"
+        assert _version(legal) == _version(view)
+        choice = rng.choice(legal["moves"])
+        request_id = f"{rng.getrandbits(64):x}" if rng.random() < 0.3 else None
+        answer = await client.apply(
+            game_id, tokens[seat], choice["move"], _version(legal), request_id
+        )
+        body = answer.ok()
+        new = body["game"]
+        before, after = _version(view), _version(new)
+        assert after >= before + 1
+        versions = [_version(e) for e in body["events"]]
+        assert versions == sorted(versions)
+        assert versions[0] == before + 1
+        assert versions[-1] == after
+        assert new["viewerSeat"] == seat
+        assert len(new.get("hand", [])) == new["players"][seat].get("handCount", 0)
+        if not _finished(new):
+            assert "seed" not in new
+            assert not any(_kind(e) == "gameEnded" for e in body["events"])
+        view = new
+        moves += 1
+    return view, moves
+
+
+async def check_finished(client: Client, game_id: str, view: dict[str, Any], seed: str) -> None:
+    assert view["seed"] == seed
+    assert view["winners"]
+    log = (await client.log(game_id)).ok()
+    assert log["seed"] == seed
+    assert log["events"][-1]["gameEnded"]["seed"] == seed
+    assert _version(log["events"][-1]) == _version(view)
+    versions = [_version(e) for e in log["events"]]
+    assert versions == sorted(versions)
+    for event in log["events"]:
+        if _kind(event) == "tileDrawn":
+            assert "tile" not in event["tileDrawn"], "the public log shows a drawn tile"
+
+
+def _request(players: int, bots: dict[int, int], seed: str, **rules: Any) -> pb.CreateGameRequest:
+    return pb.CreateGameRequest(
+        ruleset=pb.Ruleset(**rules), players=people(players, bots), seed=seed
+    )
+
+
+@pytest.mark.parametrize("transport", ["grpc", "http"])
+def test_full_game(redis_url: str, transport: str) -> None:
+    """A whole game through one transport, people plus a random bot."""
+
+    async def go() -> None:
+        async with instance(redis_url) as one:
+            client: Client = one.grpc if transport == "grpc" else one.rest
+            n, bot = (3, 1) if transport == "grpc" else (4, 0)
+            seed = _seed(f"full-{transport}")
+            request = _request(n, {bot: pb.BOT_LEVEL_RANDOM}, seed, preset="pagat", rounds=2)
+            created = (await client.create(request)).ok()
+            tokens = _tokens(created)
+            assert sorted(tokens) == list(range(n))
+            assert len(set(tokens.values())) == n
+            view = created["game"]
+            assert "seed" not in view
+            assert "viewerSeat" not in view
+            assert view["status"] == "GAME_STATUS_IN_PROGRESS"
+            assert view["currentSeat"] != bot  # a bot to move has moved already
+            view = (await client.get(created["game"]["gameId"], tokens[(bot + 1) % n])).ok()
+            final, moves = await play_to_end(
+                client, view["gameId"], tokens, view, random.Random(seed), {bot}
+            )
+            assert moves > 5
+            await check_finished(client, view["gameId"], final, seed)
+            for seat, token in tokens.items():
+                mine = (await client.get(view["gameId"], token)).ok()
+                assert mine["status"] == FINISHED
+                assert mine["viewerSeat"] == seat
+                assert mine["seed"] == seed
+
+    run(go())
+
+
+@pytest.mark.parametrize("direction", ["http-then-grpc", "grpc-then-http"])
+def test_game_moves_between_instances_and_transports(redis_url: str, direction: str) -> None:
+    """Created through one transport on instance A, played to the end through the
+    other on instance B: nothing about a game lives in a replica."""
+
+    async def go() -> None:
+        async with instance(redis_url) as a, instance(redis_url) as b:
+            if direction == "http-then-grpc":
+                creator, player = a.rest, b.grpc
+            else:
+                creator, player = a.grpc, b.rest
+            seed = _seed(f"cross-{direction}")
+            request = _request(3, {2: pb.BOT_LEVEL_RANDOM}, seed, rounds=1)
+            created = (await creator.create(request)).ok()
+            game_id = created["game"]["gameId"]
+            tokens = _tokens(created)
+            seen_by_b = (await player.get(game_id, None)).ok()
+            assert seen_by_b == created["game"]
+            view = (await player.get(game_id, tokens[0])).ok()
+            final, _ = await play_to_end(player, game_id, tokens, view, random.Random(seed), {2})
+            await check_finished(player, game_id, final, seed)
+            # Both instances, both transports, one game.
+            views = [
+                (await client.get(game_id, None)).ok()
+                for client in (a.grpc, a.rest, b.grpc, b.rest)
+            ]
+            assert all(v == views[0] for v in views)
+            assert views[0]["seed"] == seed
+            record = await a.store.load(game_id)
+            assert record is not None
+            assert record.version == _version(final)
+
+    run(go())
+
+
+# ------------------------------------------------------------------ hidden information
+
+_TILE_TEXT = re.compile(r"(?<![0-9A-Za-z_.-])(\d{1,2})-(\d{1,2})(?![0-9A-Za-z_])")
+
+
+def _text_tiles(text: str, out: set[TileT]) -> None:
+    for m in _TILE_TEXT.finditer(text):
+        a, b = int(m.group(1)), int(m.group(2))
+        if a <= MAX_SET and b <= MAX_SET:
+            out.add(_tile(a, b))
+
+
+def _json_tiles(node: Any, out: set[TileT]) -> None:
+    """Every {"a": x, "b": y} object (zero halves are omitted in proto3 JSON) and
+    every "x-y" notation in a parsed JSON document."""
+    if isinstance(node, dict):
+        if node and set(node) <= {"a", "b"} and all(isinstance(v, int) for v in node.values()):
+            out.add(_tile(node.get("a", 0), node.get("b", 0)))
+        for value in node.values():
+            _json_tiles(value, out)
+    elif isinstance(node, list):
+        for value in node:
+            _json_tiles(value, out)
+    elif isinstance(node, str):
+        _text_tiles(node, out)
+
+
+def _proto_tiles(message: Message, out: set[TileT]) -> None:
+    """Every railyard.v1.Tile in a message, 0-0 (an empty message) included."""
+    if message.DESCRIPTOR.full_name == "railyard.v1.Tile":
+        out.add(_tile(message.a, message.b))  # type: ignore[attr-defined]
+        return
+    for fd, value in message.ListFields():
+        if fd.message_type is None or fd.message_type.GetOptions().map_entry:
+            continue
+        for item in value if fd.is_repeated else [value]:
+            _proto_tiles(item, out)
+
+
+def payload_tiles(raw: list[tuple[str, bytes]], message: Message | None = None) -> set[TileT]:
+    found: set[TileT] = set()
+    for kind, blob in raw:
+        if kind == "bin":
+            continue
+        text = blob.decode()
+        _text_tiles(text, found)
+        if kind == "json":
+            _json_tiles(json.loads(text), found)
+    if message is not None:
+        _proto_tiles(message, found)
+    for kind, blob in raw:  # a Tile anywhere in a gRPC message, 0-0 included
+        if kind == "bin" and message is not None:
+            try:
+                _proto_tiles(type(message).FromString(blob), found)
+            except Exception:  # trailing metadata is not that message
+                continue
+    return found
+
+
+@dataclass
+class Checkpoint:
+    """The authoritative state at one version, read from Redis."""
+
+    version: int
+    over: bool
+    current: int | None
+    hands: dict[int, frozenset[TileT]]
+    boneyard: frozenset[TileT]
+    hidden: dict[int | None, frozenset[TileT]] = field(default_factory=dict)
+
+
+async def checkpoint(store: RedisStore, game_id: str, players: int) -> Checkpoint:
+    record = await store.load(game_id)
+    assert record is not None
+    game = engine.load(record.state)
+    assert game.version == record.version
+    hands = {s: frozenset(_tile(*t) for t in game.hand(s)) for s in range(players)}
+    boneyard = frozenset(_tile(*t) for t in game.boneyard_tiles())
+    cp = Checkpoint(
+        record.version, game.over, None if game.over else game.current_seat, hands, boneyard
+    )
+    for viewer in [None, *range(players)]:
+        others = [h for s, h in hands.items() if s != viewer]
+        cp.hidden[viewer] = boneyard.union(*others)
+    return cp
+
+
+@dataclass
+class Leaks:
+    """Collects every finding, so one run reports all of them."""
+
+    seed: str
+    secrets: list[str]
+    found: list[str] = field(default_factory=list)
+    checked: int = 0
+    own_draws: int = 0  # tileDrawn events checked in the drawer's own payloads
+    other_draws: int = 0  # ... and in everyone else's
+
+    def scan(
+        self,
+        where: str,
+        raw: list[tuple[str, bytes]],
+        forbidden: frozenset[TileT] | set[TileT],
+        seed_ok: bool,
+        message: Message | None = None,
+    ) -> None:
+        self.checked += 1
+        if not seed_ok and any(self.seed.encode() in blob for _, blob in raw):
+            self.found.append(f"{where}: the seed before the game is over")
+        for secret in self.secrets:
+            if any(secret.encode() in blob for _, blob in raw):
+                self.found.append(f"{where}: a seat token")
+        leaked = payload_tiles(raw, message) & forbidden
+        if leaked:
+            shown = ", ".join(f"{a}-{b}" for a, b in sorted(leaked))
+            self.found.append(f"{where}: hidden tiles {shown}")
+
+    def note(self, finding: str) -> None:
+        self.found.append(finding)
+
+
+class Timeline:
+    """Checkpoints by version: between two of them lies exactly one request."""
+
+    def __init__(self) -> None:
+        self.points: list[Checkpoint] = []
+
+    def add(self, cp: Checkpoint) -> None:
+        if self.points and self.points[-1].version == cp.version:
+            return
+        assert not self.points or cp.version > self.points[-1].version
+        self.points.append(cp)
+
+    def at(self, version: int) -> Checkpoint:
+        for cp in self.points:
+            if cp.version == version:
+                return cp
+        raise AssertionError(f"no checkpoint at version {version}")
+
+    def around(self, version: int) -> tuple[Checkpoint, Checkpoint]:
+        before = [cp for cp in self.points if cp.version < version]
+        after = [cp for cp in self.points if cp.version >= version]
+        assert after, f"version {version} is after the last checkpoint"
+        # Before the game existed everything was hidden: the creation's own
+        # events are held to the first checkpoint alone.
+        return (before or after)[-1 if before else 0], after[0]
+
+
+def _revealed(events: list[dict[str, Any]], viewer: int | None) -> set[TileT]:
+    """Tiles an event shows by right: the tile played, the viewer's own draw."""
+    out: set[TileT] = set()
+    for event in events:
+        for key in ("tilePlayed", "tileDrawn"):
+            body = event.get(key)
+            if body is None or "tile" not in body:
+                continue
+            if key == "tilePlayed" or body.get("seat", 0) == viewer:
+                out.add(_tile(body["tile"].get("a", 0), body["tile"].get("b", 0)))
+    return out
+
+
+def check_view(
+    leaks: Leaks,
+    where: str,
+    view: dict[str, Any],
+    raw: list[tuple[str, bytes]],
+    message: Message | None,
+    cp: Checkpoint,
+    viewer: int | None,
+) -> None:
+    """A view at checkpoint cp: nothing hidden from viewer, its own hand exactly."""
+    assert _version(view) == cp.version, where
+    leaks.scan(where, raw, cp.hidden[viewer], cp.over, message)
+    hand = {_tile(t.get("a", 0), t.get("b", 0)) for t in view.get("hand", [])}
+    if viewer is None:
+        if "hand" in view or "viewerSeat" in view:
+            leaks.note(f"{where}: a spectator's view has a hand or a viewer seat")
+    elif hand != cp.hands[viewer] or view.get("viewerSeat") != viewer:
+        leaks.note(f"{where}: seat {viewer}'s view has hand {sorted(hand)}")
+    if cp.over and view.get("seed") != leaks.seed:
+        leaks.note(f"{where}: the finished game's view lacks the seed")
+
+
+def check_event(
+    leaks: Leaks,
+    where: str,
+    event: dict[str, Any],
+    raw: list[tuple[str, bytes]],
+    timeline: Timeline,
+    viewer: int | None,
+) -> None:
+    version = _version(event)
+    kind = _kind(event)
+    message = json_format.ParseDict(event, pb.GameEvent())
+    if kind == "snapshot":
+        cp = timeline.at(version)
+        check_view(leaks, where, event["snapshot"], raw, message, cp, viewer)
+        return
+    first, last = timeline.around(version)
+    forbidden = (first.hidden[viewer] & last.hidden[viewer]) - _revealed([event], viewer)
+    leaks.scan(f"{where} {kind}@{version}", raw, forbidden, kind == "gameEnded", message)
+    if kind == "tileDrawn":
+        mine = event["tileDrawn"].get("seat", 0) == viewer
+        if mine:
+            leaks.own_draws += 1
+        else:
+            leaks.other_draws += 1
+        if not mine and "tile" in event["tileDrawn"]:
+            leaks.note(f"{where}: another seat's tileDrawn@{version} carries its tile")
+        if mine and "tile" not in event["tileDrawn"]:
+            leaks.note(f"{where}: the drawer's own tileDrawn@{version} lacks its tile")
+
+
+def check_stream(
+    leaks: Leaks,
+    where: str,
+    items: list[tuple[dict[str, Any], list[tuple[str, bytes]]]],
+    timeline: Timeline,
+    viewer: int | None,
+    log: list[dict[str, Any]],
+    after: int | None,
+) -> None:
+    """A watch stream: a snapshot, then exactly the log's later events (seat-filtered)."""
+    assert items, where
+    assert _kind(items[0][0]) == "snapshot", where
+    for event, raw in items:
+        check_event(leaks, where, event, raw, timeline, viewer)
+    start = _version(items[0][0]) if after is None else after
+    events = [json.loads(json.dumps(e)) for e, _ in items[1:]]
+    for event in events:  # the drawer's tile aside, a seat sees the public log
+        if _kind(event) == "tileDrawn" and event["tileDrawn"].get("seat", 0) == viewer:
+            event["tileDrawn"].pop("tile", None)
+    expected = [e for e in log if _version(e) > start]
+    if events != expected:
+        leaks.note(f"{where}: the stream is not the log after version {start}")
+    if not events or _kind(events[-1]) != "gameEnded":
+        leaks.note(f"{where}: the stream did not end with gameEnded")
+
+
+def _move_key(move: dict[str, Any]) -> tuple[Any, ...]:
+    """A move without announceLastTile, every default spelled out."""
+    if "play" not in move:
+        return (next(iter(move)),)
+    play = move["play"]
+    train = dict(play.get("train", {}))
+    end = train.pop("end", 0)
+    tile = play.get("tile", {})
+    return ("play", _tile(tile.get("a", 0), tile.get("b", 0)), json.dumps(train), end)
+
+
+def _illegal_moves(
+    view: dict[str, Any], legal: list[dict[str, Any]], hand: frozenset[TileT]
+) -> list[dict[str, Any]]:
+    """Moves of the seat's own tiles (nothing hidden from it) that are not legal now."""
+    allowed = {_move_key(m["move"]) for m in legal}
+    candidates: list[dict[str, Any]] = [{"draw": {}}, {"pass": {}}, {"endTurn": {}}]
+    for a, b in sorted(hand):
+        for train in view.get("trains", []):
+            candidates.append({"play": {"tile": {"a": a, "b": b}, "train": train["ref"]}})
+    return [m for m in candidates if _move_key(m) not in allowed]
+
+
+HIDDEN_GAMES = [
+    # players, bots, rounds, ruleset overrides
+    pytest.param(3, {}, 1, {"preset": "standard", "set_max": 9}, id="3p-d9-1round"),
+    pytest.param(
+        4, {2: pb.BOT_LEVEL_RANDOM}, 2, {"set_max": 9, "hand_size": 8}, id="4p-bot-d9-2rounds"
+    ),
+    pytest.param(3, {0: pb.BOT_LEVEL_RANDOM}, 1, {"preset": "pagat"}, id="3p-bot-d12-1round"),
+]
+
+
+@pytest.mark.parametrize(("players", "bots", "rounds", "rules"), HIDDEN_GAMES)
+def test_hidden_information(
+    redis_url: str, players: int, bots: dict[int, int], rounds: int, rules: dict[str, Any]
+) -> None:
+    """No payload, as received, shows another hand, the boneyard, or the seed early."""
+
+    async def go() -> list[str]:
+        seed = "SEED-" + _seed(f"hidden-{players}-{sorted(bots.items())}-{rounds}-{rules}")
+        rng = random.Random(seed)
+        async with instance(redis_url) as one:
+            authority = RedisStore(redis_url)
+            try:
+                return await _hidden_game(one, authority, rng, seed, players, bots, rounds, rules)
+            finally:
+                await authority.close()
+
+    found = run(go())
+    assert not found, "\n".join(found[:40])
+
+
+async def _hidden_game(
+    one: Instance,
+    authority: RedisStore,
+    rng: random.Random,
+    seed: str,
+    players: int,
+    bots: dict[int, int],
+    rounds: int,
+    rules: dict[str, Any],
+) -> list[str]:
+    clients: list[Client] = [one.grpc, one.rest]
+    request = _request(players, bots, seed, rounds=rounds, **rules)
+    creator = rng.choice(clients)
+    created = await creator.create(request)
+    body = created.ok()
+    game_id = body["game"]["gameId"]
+    tokens = _tokens(body)
+    viewers: list[int | None] = [None, *range(players)]
+    leaks = Leaks(seed, list(tokens.values()))
+    timeline = Timeline()
+    cp = await checkpoint(authority, game_id, players)
+    timeline.add(cp)
+    # The CreateGame answer holds the tokens: scan it without them.
+    create_leaks = Leaks(seed, [])
+    create_leaks.scan("create", created.raw, cp.hidden[None], False, created.message)
+    check_view(create_leaks, "create", body["game"], [], None, cp, None)
+    leaks.found += create_leaks.found
+
+    # One watcher per viewer and transport, from the start to gameEnded.
+    watches: dict[tuple[str, int | None], asyncio.Task[Any]] = {}
+    started = []
+    for viewer in viewers:
+        token = tokens[viewer] if viewer is not None else None
+        for client in clients:
+            ready = asyncio.Event()
+            started.append(ready)
+            watches[client.name, viewer] = asyncio.create_task(
+                client.watch(game_id, token, started=ready)
+            )
+    await asyncio.wait_for(asyncio.gather(*(e.wait() for e in started)), 10)
+
+    pending: tuple[Reply, Checkpoint, int, str] | None = None
+    steps = 0
+    while True:
+        cp = await checkpoint(authority, game_id, players)
+        timeline.add(cp)
+        if pending is not None:
+            reply, first, mover, where = pending
+            answer = reply.ok()
+            forbidden = (first.hidden[mover] & cp.hidden[mover]) - _revealed(
+                answer["events"], mover
+            )
+            leaks.scan(where, reply.raw, forbidden, cp.over, reply.message)
+            check_view(leaks, f"{where} game", answer["game"], [], None, cp, mover)
+            view_message = reply.message.game  # type: ignore[attr-defined]
+            view_tiles: set[TileT] = set()
+            _proto_tiles(view_message, view_tiles)
+            if view_tiles & cp.hidden[mover]:
+                leaks.note(f"{where}: the view after the move shows hidden tiles")
+            for event in answer["events"]:
+                raw = [("json", json.dumps(event).encode())]
+                check_event(leaks, where, event, raw, timeline, mover)
+        if cp.over:
+            break
+        steps += 1
+        mover = cp.current
+        assert mover is not None
+        assert mover not in bots
+        # Every call for every viewer, through one transport a step (alternating).
+        probers = [clients[steps % 2]]
+        for viewer in viewers:
+            token = tokens[viewer] if viewer is not None else None
+            for client in probers:
+                where = f"step {steps} v{cp.version} {client.name} viewer {viewer}"
+                got = await client.get(game_id, token)
+                check_view(leaks, f"{where} GetGame", got.ok(), got.raw, got.message, cp, viewer)
+                legal = await client.legal(game_id, token)
+                leaks.scan(
+                    f"{where} ListLegalMoves", legal.raw, cp.hidden[viewer], False, legal.message
+                )
+                if viewer is None:
+                    assert (legal.code, legal.reason) == ("UNAUTHENTICATED", "UNAUTHENTICATED")
+                    refused = await client.apply(game_id, None, {"draw": {}})
+                    assert refused.code == "UNAUTHENTICATED"
+                    leaks.scan(
+                        f"{where} error", refused.raw, cp.hidden[None], False, refused.message
+                    )
+                    continue
+                moves = legal.ok().get("moves", [])
+                assert _version(legal.data) == cp.version
+                if viewer != mover:
+                    assert not moves
+                    if steps % 4 not in (1, 2):
+                        continue  # NOT_YOUR_TURN bodies: every other step per transport
+                    own = sorted(cp.hands[viewer])
+                    attempt: dict[str, Any] = {"draw": {}}
+                    if own:
+                        a, b = rng.choice(own)
+                        attempt = {"play": {"tile": {"a": a, "b": b}, "train": {"seat": viewer}}}
+                    refused = await client.apply(game_id, token, attempt)
+                    assert (refused.code, refused.reason) == (
+                        "FAILED_PRECONDITION",
+                        "NOT_YOUR_TURN",
+                    ), refused.data
+                    leaks.scan(
+                        f"{where} error", refused.raw, cp.hidden[viewer], False, refused.message
+                    )
+                    continue
+                assert moves
+                illegal = _illegal_moves(got.data, moves, cp.hands[viewer])
+                if illegal:
+                    bad = rng.choice(illegal)
+                    refused = await client.apply(game_id, token, bad)
+                    assert refused.code == "FAILED_PRECONDITION", (bad, refused.data)
+                    leaks.scan(
+                        f"{where} illegal {bad}",
+                        refused.raw,
+                        cp.hidden[viewer],
+                        False,
+                        refused.message,
+                    )
+                stale = await client.apply(
+                    game_id, token, rng.choice(moves)["move"], expected=cp.version + 1
+                )
+                assert (stale.code, stale.reason) == ("ABORTED", "VERSION_MISMATCH")
+                assert client.name == "grpc" or stale.http_status == 409
+                leaks.scan(f"{where} stale", stale.raw, cp.hidden[viewer], False, stale.message)
+        if steps % 10 == 0:  # the public log so far: no seed, no drawn tile
+            log_so_far = await probers[0].log(game_id)
+            leaks.scan(f"step {steps} log", log_so_far.raw, frozenset(), False)
+            for event in log_so_far.ok()["events"]:
+                raw = [("json", json.dumps(event).encode())]
+                check_event(leaks, f"step {steps} log", event, raw, timeline, None)
+        again = await authority.load(game_id)
+        assert again is not None
+        assert again.version == cp.version, "an error changed the game"
+        client = rng.choice(clients)
+        legal = (await client.legal(game_id, tokens[mover])).ok()
+        move = rng.choice(legal["moves"])["move"]
+        reply = await client.apply(game_id, tokens[mover], move, expected=cp.version)
+        pending = (reply, cp, mover, f"step {steps} {client.name} ApplyMove by {mover}")
+
+    # Every watcher saw the game to its end.
+    done = await asyncio.wait_for(asyncio.gather(*watches.values()), 20)
+    log_reply = await one.grpc.log(game_id)
+    log = log_reply.ok()["events"]
+    assert log_reply.data["seed"] == seed
+    for (name, viewer), items in zip(watches, done, strict=True):
+        check_stream(leaks, f"watch {name} viewer {viewer}", items, timeline, viewer, log, None)
+    for client in clients:
+        got = await client.log(game_id)
+        assert got.data == log_reply.data
+        for event in got.ok()["events"]:
+            raw = [("json", json.dumps(event).encode())]
+            check_event(leaks, f"log {client.name}", event, raw, timeline, None)
+    # A late watcher from the very start: the history, seat-filtered, then the end.
+    for viewer in viewers:
+        token = tokens[viewer] if viewer is not None else None
+        for client in clients:
+            items = await asyncio.wait_for(client.watch(game_id, token, after=-1), 10)
+            check_stream(leaks, f"rewatch {client.name} {viewer}", items, timeline, viewer, log, -1)
+    # An EventSource reconnecting with Last-Event-ID: the rest, nothing twice.
+    middle = timeline.points[len(timeline.points) // 2].version
+    for viewer in (None, 0):
+        token = tokens[viewer] if viewer is not None else None
+        items = await asyncio.wait_for(one.rest.watch(game_id, token, last_event_id=middle), 10)
+        check_stream(leaks, f"resume {viewer}", items, timeline, viewer, log, middle)
+    final = timeline.points[-1]
+    for viewer in viewers:
+        token = tokens[viewer] if viewer is not None else None
+        for client in clients:
+            got = await client.get(game_id, token)
+            check_view(leaks, "final", got.ok(), got.raw, got.message, final, viewer)
+            assert got.data["seed"] == seed
+    assert steps > 10
+    assert leaks.checked > 100
+    assert leaks.own_draws > 0, "no drawn tile was seen by its drawer"
+    assert leaks.other_draws > 0, "no drawn tile was seen by anyone else"
+    return leaks.found
+
+
+# ------------------------------------------------------------------ races
+
+
+async def _two_person_game(one: Instance, seed: str) -> tuple[str, dict[int, str], int]:
+    created = (await one.grpc.create(_request(2, {}, seed, rounds=1))).ok()
+    game_id = created["game"]["gameId"]
+    return game_id, _tokens(created), created["game"]["currentSeat"]
+
+
+def _public(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = json.loads(json.dumps(events))
+    for event in out:
+        if _kind(event) == "tileDrawn":
+            event["tileDrawn"].pop("tile", None)
+    return out
+
+
+async def _log_and_version(one: Instance, game_id: str) -> tuple[list[dict[str, Any]], int]:
+    log = (await one.grpc.log(game_id)).ok()["events"]
+    record = await one.store.load(game_id)
+    assert record is not None
+    return log, record.version
+
+
+def test_racing_moves_one_version_one_winner(redis_url: str) -> None:
+    """50 moves for one expectedVersion over two replicas: one lands, 49 are ABORTED."""
+
+    async def go() -> None:
+        async with instance(redis_url) as a, instance(redis_url) as b:
+            game_id, tokens, seat = await _two_person_game(a, _seed("race"))
+            log_before, version = await _log_and_version(a, game_id)
+            legal = (await a.grpc.legal(game_id, tokens[seat])).ok()
+            assert _version(legal) == version
+            moves = [m["move"] for m in legal["moves"]]
+            replicas = [a.grpc, b.grpc]
+
+            async def attempt(i: int) -> Reply:
+                client = replicas[i % 2]
+                return await client.apply(game_id, tokens[seat], moves[i % len(moves)], version)
+
+            replies = await asyncio.gather(*(attempt(i) for i in range(50)))
+            winners = [r for r in replies if r.code == "OK"]
+            losers = [(r.code, r.reason) for r in replies if r.code != "OK"]
+            assert len(winners) == 1, losers
+            assert losers == [("ABORTED", "VERSION_MISMATCH")] * 49
+            won = winners[0].data
+            assert _version(won["game"]) == version + 1
+            log_after, now = await _log_and_version(b, game_id)
+            assert now == version + 1
+            assert log_after[: len(log_before)] == log_before
+            added = log_after[len(log_before) :]
+            assert added == _public(won["events"])
+            assert all(_version(e) == version + 1 for e in added)
+            primary = [e for e in added if _kind(e) in ("tilePlayed", "tileDrawn", "passed")]
+            assert len(primary) <= 1  # endTurn has no event of its own
+
+    run(go())
+
+
+def test_retries_with_one_request_id_apply_once(redis_url: str) -> None:
+    """20 identical ApplyMove with one requestId, racing over two replicas: one
+    application, and every caller gets the same answer, byte for byte, then and later."""
+
+    async def go() -> None:
+        async with instance(redis_url) as a, instance(redis_url) as b:
+            game_id, tokens, seat = await _two_person_game(a, _seed("retry"))
+            log_before, version = await _log_and_version(a, game_id)
+            legal = (await b.grpc.legal(game_id, tokens[seat])).ok()
+            move = legal["moves"][0]["move"]
+            request_id = f"retry-{uuid.uuid4()}"
+            replicas = [a.grpc, b.grpc]
+
+            async def attempt(i: int) -> Reply:
+                return await replicas[i % 2].apply(
+                    game_id, tokens[seat], move, request_id=request_id
+                )
+
+            replies = await asyncio.gather(*(attempt(i) for i in range(20)))
+            assert [r.code for r in replies] == ["OK"] * 20, [r.data for r in replies]
+            wires = {r.raw[0][1] for r in replies}
+            assert len(wires) == 1, "retries got different answers"
+            first = replies[0].data
+            assert _version(first["game"]) == version + 1
+            log_after, now = await _log_and_version(b, game_id)
+            assert now == version + 1
+            added = log_after[len(log_before) :]
+            assert log_after[: len(log_before)] == log_before
+            assert added == _public(first["events"])
+            # Later, through either replica and either transport: the first answer.
+            for client in (a.grpc, b.grpc):
+                later = await client.apply(game_id, tokens[seat], move, request_id=request_id)
+                assert later.code == "OK"
+                assert later.raw[0][1] in wires
+            later_http = await a.rest.apply(game_id, tokens[seat], move, request_id=request_id)
+            assert later_http.ok() == first
+            log_last, last = await _log_and_version(a, game_id)
+            assert (log_last, last) == (log_after, now)
+
+    run(go())
+
+
+# ------------------------------------------------------------------ idempotent CreateGame
+
+
+def _games_in_redis(redis_url: str) -> int:
+    client = Redis.from_url(redis_url)
+    try:
+        return len(client.keys("ry:{*}:g"))
+    finally:
+        client.close()
+
+
+def test_create_game_with_request_id_is_idempotent(redis_url: str) -> None:
+    """The same CreateGameRequest and requestId: the same answer, one game, however
+    often, from whichever replica, racing or not, through either transport."""
+
+    async def go() -> None:
+        async with instance(redis_url) as a, instance(redis_url) as b:
+            seeded = pb.CreateGameRequest(
+                ruleset=pb.Ruleset(preset="house", rounds=2),
+                players=people(3, {0: pb.BOT_LEVEL_RANDOM}),
+                seed=f"create-{uuid.uuid4()}",
+                request_id=f"create-{uuid.uuid4()}",
+            )
+            first = await a.grpc.create(seeded)
+            second = await b.grpc.create(seeded)
+            assert first.code == second.code == "OK"
+            assert first.raw[0][1] == second.raw[0][1]
+            body = first.ok()
+            assert len(_tokens(body)) == 3
+            over_http = await a.rest.create(seeded)
+            assert over_http.ok() == body  # the same request, the other transport
+            assert _games_in_redis(redis_url) == 1
+            game_id = body["game"]["gameId"]
+            log = (await b.grpc.log(game_id)).ok()["events"]
+            assert sum(1 for e in log if _kind(e) == "roundStarted") == 1
+            for seat, token in _tokens(body).items():
+                assert (await b.rest.get(game_id, token)).ok()["viewerSeat"] == seat
+
+            # No seed (a random one each time), ten at once over both replicas.
+            unseeded = pb.CreateGameRequest(
+                players=people(2), ruleset=pb.Ruleset(rounds=1), request_id=uuid.uuid4().hex
+            )
+            clients = [a.grpc, b.grpc, a.rest, b.rest]
+            replies = await asyncio.gather(*(clients[i % 4].create(unseeded) for i in range(10)))
+            answers = [r.ok() for r in replies]
+            assert all(x == answers[0] for x in answers)
+            wires = {r.raw[0][1] for r in replies if r.raw[0][0] == "bin"}
+            assert len(wires) == 1
+            assert _games_in_redis(redis_url) == 2
+            other = answers[0]["game"]["gameId"]
+            log = (await a.rest.log(other)).ok()["events"]
+            assert sum(1 for e in log if _kind(e) == "roundStarted") == 1
+
+    run(go())
