@@ -126,15 +126,17 @@ def _unauthenticated(message: str) -> ServiceError:
 
 
 # ------------------------------------------------------------------ dependencies
+# (async: FastAPI runs a plain-def dependency in a worker thread, a thread hop
+# per request that cost more than the dependency itself)
 
 
-def get_game_app(request: Request) -> GameApp:
+async def get_game_app(request: Request) -> GameApp:
     game_app = request.app.state.game_app
     assert isinstance(game_app, GameApp)
     return game_app
 
 
-def get_caller(request: Request) -> Caller:
+async def get_caller(request: Request) -> Caller:
     """The bearer token (absent: a spectator) and the peer, for rate limits."""
     peer = request.client.host if request.client else ""
     header = request.headers.get("authorization")
@@ -147,7 +149,7 @@ def get_caller(request: Request) -> Caller:
     return Caller(token=token, peer=peer)
 
 
-def get_game_id(request: Request) -> str:
+async def get_game_id(request: Request) -> str:
     return str(request.path_params["gameId"])
 
 
@@ -381,7 +383,7 @@ async def _event_stream(
                 await aclose()
 
 
-def get_streams_closing(request: Request) -> asyncio.Event:
+async def get_streams_closing(request: Request) -> asyncio.Event:
     closing = request.app.state.streams_closing
     assert isinstance(closing, asyncio.Event)
     return closing
