@@ -1,0 +1,181 @@
+"""The floor of the service benchmark: the same server stack, no rules.
+
+    .venv/bin/python bench/service_floor.py --grpc-port P --http-port Q --redis-url URL
+
+One process, exactly as ``railyard serve`` runs (``asyncio.run`` with the
+default event loop; a ``grpc.aio`` server with the service's options; uvicorn
+serving a FastAPI app inside the same loop), whose ApplyMove does only the
+Redis round trips a real apply-move does, through the service's own
+:class:`~service.store.redis.RedisStore` (same pool, same scripts): one
+``load`` (HMGET of state, version, meta) and one ``commit`` (EVALSHA of the
+compare-and-set script: HSET the state blob back with version + 1, XADD a
+tile-played and a turn-started event, PEXPIRE). No token check, no JSON or
+rules work, a tiny response. Keys live under the ``floor`` prefix
+(``floor:{<game id>}:g``), which ``bench/service.py`` seeds from the real
+games, so the very same requests (real game ids in path or message) drive it.
+
+* gRPC: ``/railyard.v1.GameService/ApplyMove`` (the request is parsed by the
+  generated servicer as usual; the ``authorization`` metadata is read);
+* HTTP: ``POST /v1/games/{gameId}/moves`` (body read, not parsed) and
+  ``GET /healthz``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Final
+
+# Run as a script, bench/ comes first on sys.path and bench/service.py would
+# shadow the ``service`` package: put the repository root there instead.
+_HERE: Final = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.insert(0, str(_HERE.parent))
+
+import argparse  # noqa: E402
+import asyncio  # noqa: E402
+import contextlib  # noqa: E402
+import logging  # noqa: E402
+import signal  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+
+import grpc  # noqa: E402
+import uvicorn  # noqa: E402
+from fastapi import FastAPI, Request  # noqa: E402
+from fastapi.responses import JSONResponse, Response  # noqa: E402
+
+from service.api import game_service_pb2 as pb  # noqa: E402
+from service.api import game_service_pb2_grpc as pb_grpc  # noqa: E402
+from service.store import Commit, StoredEvent  # noqa: E402
+from service.store.redis import RedisStore  # noqa: E402
+
+PREFIX: Final = "floor"
+
+#: What a typical play commits: the tile played and the next seat's turn.
+_PLAYED: Final = pb.GameEvent(
+    tile_played=pb.TilePlayed(seat=1, tile=pb.Tile(a=5, b=12), train=pb.TrainRef(seat=1))
+)
+_TURN: Final = pb.GameEvent(turn_started=pb.TurnStarted(seat=2))
+
+
+def _event(template: pb.GameEvent, version: int) -> bytes:
+    event = pb.GameEvent()
+    event.CopyFrom(template)
+    event.version = version
+    return event.SerializeToString()
+
+
+class Floor:
+    """An apply-move that only loads and commits."""
+
+    def __init__(self, store: RedisStore) -> None:
+        self.store = store
+
+    async def apply(self, game_id: str) -> int:
+        """The new version, or -1 when the game is unknown or the race was lost."""
+        record = await self.store.load(game_id)
+        if record is None:
+            return -1
+        version = record.version + 1
+        events = [
+            StoredEvent(version, 1, _event(_PLAYED, version)),
+            StoredEvent(version, 2, _event(_TURN, version)),
+        ]
+        result = await self.store.commit(
+            game_id, record.version, version, record.state, events, None, None
+        )
+        return version if result is Commit.OK else -1
+
+
+class FloorServicer(pb_grpc.GameServiceServicer):
+    def __init__(self, floor: Floor) -> None:
+        self.floor = floor
+
+    async def ApplyMove(  # noqa: N802 (gRPC method names)
+        self, request: pb.ApplyMoveRequest, context: grpc.aio.ServicerContext[object, object]
+    ) -> pb.ApplyMoveResponse:
+        _token = dict(context.invocation_metadata() or ()).get("authorization")
+        version = await self.floor.apply(request.game_id)
+        if version < 0:
+            await context.abort(grpc.StatusCode.ABORTED, "floor: lost the race or no game")
+        return pb.ApplyMoveResponse(game=pb.GameView(version=version))
+
+
+def create_http_app(floor: Floor) -> FastAPI:
+    api = FastAPI(title="Railyard floor", redoc_url=None, docs_url=None, openapi_url=None)
+
+    @api.post("/v1/games/{gameId}/moves")
+    async def apply_move(request: Request) -> Response:
+        await request.body()
+        _token = request.headers.get("authorization")
+        version = await floor.apply(str(request.path_params["gameId"]))
+        if version < 0:
+            return JSONResponse({"code": 10, "message": "floor: lost the race"}, status_code=409)
+        return JSONResponse({"game": {"version": str(version)}})
+
+    @api.get("/healthz")
+    async def healthz() -> Response:
+        return JSONResponse({"status": "ok"})
+
+    return api
+
+
+class _QuietServer(uvicorn.Server):
+    """uvicorn without its own signal handling (as service.server does it)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def serve(host: str, grpc_port: int, http_port: int, redis_url: str) -> None:
+    store = RedisStore(redis_url, prefix=PREFIX)
+    floor = Floor(store)
+    # The options of service.grpc_server.create_grpc_server.
+    server = grpc.aio.server(
+        options=[
+            ("grpc.so_reuseport", 0),
+            ("grpc.max_receive_message_length", 1 << 20),
+            ("grpc.keepalive_time_ms", 30_000),
+        ]
+    )
+    servicer = FloorServicer(floor)  # type: ignore[abstract]  # only ApplyMove is served
+    pb_grpc.add_GameServiceServicer_to_server(servicer, server)
+    if server.add_insecure_port(f"{host}:{grpc_port}") == 0:
+        raise OSError(f"could not bind gRPC to {host}:{grpc_port}")
+    # The uvicorn options of service.server.serve.
+    config = uvicorn.Config(
+        create_http_app(floor),
+        host=host,
+        port=http_port,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+    )
+    http_server = _QuietServer(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await server.start()
+    http_task = asyncio.create_task(http_server.serve())
+    await stop.wait()
+    http_server.should_exit = True
+    await asyncio.gather(server.stop(grace=2), http_task)
+    await store.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--grpc-port", type=int, required=True)
+    parser.add_argument("--http-port", type=int, required=True)
+    parser.add_argument("--redis-url", required=True)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    asyncio.run(serve(args.host, args.grpc_port, args.http_port, args.redis_url))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
