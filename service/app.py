@@ -8,6 +8,7 @@ wire into these calls and :class:`~service.errors.ServiceError` back out.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -64,8 +65,7 @@ class Seats:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Seats:
-        raw = json.loads(data)
-        return cls(tuple(raw["names"]), tuple(raw["bots"]), tuple(raw["tokens"]))
+        return _seats_of(data)
 
     def seat_of(self, token: str) -> int | None:
         """The seat whose token this is; every hash is compared, in constant time."""
@@ -75,6 +75,13 @@ class Seats:
             if hmac.compare_digest(digest, stored):
                 found = seat
         return found
+
+
+@functools.lru_cache(maxsize=4096)
+def _seats_of(data: bytes) -> Seats:
+    # A game's seats never change after creation: parse each game's once.
+    raw = json.loads(data)
+    return Seats(tuple(raw["names"]), tuple(raw["bots"]), tuple(raw["tokens"]))
 
 
 def _hash_token(token: str) -> str:
@@ -162,13 +169,18 @@ class GameApp:
         )
 
     @staticmethod
-    def _play_bots(game: engine.MexicanTrain, bots: Sequence[int], out: list[StoredEvent]) -> None:
+    def _play_bots(
+        game: engine.MexicanTrain,
+        bots: Sequence[int],
+        out: list[StoredEvent],
+        messages: list[pb.GameEvent] | None = None,
+    ) -> None:
         """API.md Bots: play bot seats until a person is to move or the game ends."""
         while not game.over and bots[game.current_seat]:
             seat = game.current_seat
             view = engine.build_view(game, seat)
             move = random_move(view, game.legal_moves(), f"{game.seed}:{game.version}:{seat}")
-            _append(out, game.apply(move, seat=seat), game.version)
+            _append(out, game.apply(move, seat=seat), game.version, messages)
 
     @staticmethod
     def _check_request_id(request_id: str) -> None:
@@ -275,11 +287,12 @@ class GameApp:
             except engine.RailyardError as exc:
                 raise err.from_engine(exc) from exc
             events: list[StoredEvent] = []
-            _append(events, moved, game.version)
-            self._play_bots(game, loaded.seats.bots, events)
+            messages: list[pb.GameEvent] = []
+            _append(events, moved, game.version, messages)
+            self._play_bots(game, loaded.seats.bots, events, messages)
             response = pb.ApplyMoveResponse(
                 game=self._view(loaded, seat),
-                events=[convert.redact(pb.GameEvent.FromString(e.payload), seat) for e in events],
+                events=[convert.redact(m, seat) for m in messages],
             )
             try:
                 result = await self.store.commit(
@@ -385,10 +398,18 @@ class GameApp:
         return True
 
 
-def _append(out: list[StoredEvent], events: Sequence[engine.Event], version: int) -> None:
-    """Number the events of one version from 1 (after any already there)."""
+def _append(
+    out: list[StoredEvent],
+    events: Sequence[engine.Event],
+    version: int,
+    messages: list[pb.GameEvent] | None = None,
+) -> None:
+    """Number the events of one version from 1 (after any already there);
+    ``messages`` also receives each event's (unfiltered) message."""
     seq = sum(1 for e in out if e.version == version)
     for event in events:
         seq += 1
-        payload = convert.event_to_proto(event, version).SerializeToString()
-        out.append(StoredEvent(version, seq, payload))
+        message = convert.event_to_proto(event, version)
+        out.append(StoredEvent(version, seq, message.SerializeToString()))
+        if messages is not None:
+            messages.append(message)

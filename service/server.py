@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 from collections.abc import Iterator
@@ -88,6 +89,11 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
         settings.host,
         settings.http_port,
     )
+    # Everything alive now (modules, servers, caches) lives as long as the
+    # process: keep it out of the collector's way, so the garbage of each
+    # request is collected without rescanning it.
+    gc.collect()
+    gc.freeze()
     if ready is not None:
         ready.set()
     await stop.wait()
