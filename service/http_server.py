@@ -33,7 +33,7 @@ from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from service import errors, openapi
+from service import errors, jsonwire, openapi
 from service.api import game_service_pb2 as pb
 from service.app import Caller, GameApp
 from service.errors import ServiceError
@@ -53,7 +53,7 @@ _SEAT_TOKEN: Final = "seatToken"
 def to_json(message: Message) -> dict[str, Any]:
     """The canonical proto3 JSON of ``message`` (lowerCamelCase, enum names,
     64-bit integers as strings, empty fields omitted)."""
-    return json_format.MessageToDict(message)
+    return jsonwire.to_dict(message)
 
 
 def status_body(
