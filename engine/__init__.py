@@ -47,7 +47,7 @@ from engine.moves import (
     format_move,
     parse_move,
 )
-from engine.registry import GAMES, GameType, game_type, load, new_game
+from engine.registry import GAMES, GameType, game_type, load, load_dict, new_game
 from engine.rules import (
     PRESETS,
     DoubleAnswer,
@@ -113,6 +113,7 @@ __all__ = [
     "format_move",
     "game_type",
     "load",
+    "load_dict",
     "new_game",
     "parse_move",
     "preset",

@@ -54,6 +54,12 @@ def load(data: bytes) -> MexicanTrain:
         decoded = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise CorruptStateError(f"not a serialized state: {exc}") from exc
+    return load_dict(decoded)
+
+
+def load_dict(decoded: object) -> MexicanTrain:
+    """The state :meth:`MexicanTrain.to_dict` gave, rebuilt exactly (for callers
+    that decode the JSON themselves, with a faster codec)."""
     if not isinstance(decoded, dict) or not isinstance(decoded.get("game"), str):
         raise CorruptStateError("not a serialized state: no game name")
     try:

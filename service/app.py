@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Final
 
 import grpc
+import orjson
 
 import engine
 from engine.bots import random_move
@@ -119,7 +120,10 @@ class _Loaded:
         self.record = record
         self.seats = Seats.from_bytes(record.meta)
         try:
-            self.game = engine.load(record.state)
+            self.game = engine.load_dict(orjson.loads(record.state))
+        except orjson.JSONDecodeError as exc:
+            log.error("game %s: stored state is not JSON: %s", record.game_id, exc)
+            raise err.from_engine(engine.CorruptStateError(str(exc))) from exc
         except engine.CorruptStateError as exc:
             log.error("game %s: stored state unreadable: %s", record.game_id, exc)
             raise err.from_engine(exc) from exc
@@ -231,7 +235,7 @@ class GameApp:
             game=self._view(loaded, None),
             seats=[pb.SeatToken(seat=i, token=t) for i, t in enumerate(tokens)],
         )
-        record = GameRecord(game_id, game.version, game.to_bytes(), seats.to_bytes())
+        record = GameRecord(game_id, game.version, _state_bytes(game), seats.to_bytes())
         key = f"create:{request.request_id}" if request.request_id else None
         payload = response.SerializeToString()
         try:
@@ -299,7 +303,7 @@ class GameApp:
                     request.game_id,
                     base,
                     game.version,
-                    game.to_bytes(),
+                    _state_bytes(game),
                     events,
                     key,
                     response.SerializeToString() if key else None,
@@ -396,6 +400,11 @@ class GameApp:
         except StoreUnavailableError:
             return False
         return True
+
+
+def _state_bytes(game: engine.MexicanTrain) -> bytes:
+    # The engine's own JSON, written by orjson: a tenth of the cost of json.
+    return orjson.dumps(game.to_dict())
 
 
 def _append(
