@@ -267,6 +267,8 @@ class GameApp:
         self, request: pb.ApplyMoveRequest, caller: Caller
     ) -> pb.ApplyMoveResponse:
         self._admit(caller)
+        if not caller.token:
+            raise err.unauthenticated()  # before judging the body: 401 comes first
         self._check_request_id(request.request_id)
         if not request.HasField("move"):
             raise err.invalid("move is missing")
