@@ -231,7 +231,7 @@ def test_wait_events_sees_a_commit_made_through_another_store(make_store, kind):
 
 def test_blocking_waits_do_not_starve_other_calls(redis_url):
     async def go():
-        store = RedisStore(redis_url, max_connections=2)
+        store = RedisStore(redis_url, connections=1)
         await store.create(RECORD, OPENING, None, None)
         waiters = [asyncio.create_task(store.wait_events(GAME, (2, 0), 5)) for _ in range(30)]
         await asyncio.sleep(0.2)
