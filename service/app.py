@@ -17,7 +17,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import grpc
 import orjson
@@ -28,6 +28,7 @@ from service import convert
 from service import errors as err
 from service.api import game_service_pb2 as pb
 from service.errors import ServiceError
+from service.jsonwire import to_dict
 from service.settings import Settings
 from service.store import Commit, GameRecord, Store, StoredEvent, StoreUnavailableError
 
@@ -129,6 +130,45 @@ class _Loaded:
             raise err.from_engine(exc) from exc
 
 
+class _MoveAnswer:
+    """An ApplyMove answer, turned into a message or JSON only as its
+    transport asks (each at most once)."""
+
+    __slots__ = ("_events", "_json", "_loaded", "_proto", "_seat")
+
+    def __init__(self, loaded: _Loaded | None, seat: int | None, events: list[pb.GameEvent]):
+        self._loaded = loaded
+        self._seat = seat
+        self._events = events
+        self._proto: pb.ApplyMoveResponse | None = None
+        self._json: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, message: pb.ApplyMoveResponse) -> _MoveAnswer:
+        answer = cls(None, None, [])
+        answer._proto = message
+        return answer
+
+    def proto(self) -> pb.ApplyMoveResponse:
+        if self._proto is None:
+            assert self._loaded is not None
+            self._proto = pb.ApplyMoveResponse(
+                game=GameApp._view(self._loaded, self._seat), events=self._events
+            )
+        return self._proto
+
+    def json(self) -> dict[str, Any]:
+        if self._json is None:
+            if self._proto is not None:
+                self._json = to_dict(self._proto)
+            else:
+                assert self._loaded is not None
+                self._json = {"game": GameApp._view_json(self._loaded, self._seat)}
+                if self._events:
+                    self._json["events"] = [to_dict(e) for e in self._events]
+        return self._json
+
+
 class GameApp:
     """create, view, legal moves, apply, watch, log, rulesets."""
 
@@ -169,6 +209,13 @@ class GameApp:
     def _view(loaded: _Loaded, seat: int | None) -> pb.GameView:
         view = engine.build_view(loaded.game, seat)
         return convert.view_to_proto(
+            view, loaded.record.game_id, loaded.seats.names, loaded.seats.bots
+        )
+
+    @staticmethod
+    def _view_json(loaded: _Loaded, seat: int | None) -> dict[str, Any]:
+        view = engine.build_view(loaded.game, seat)
+        return convert.view_to_json(
             view, loaded.record.game_id, loaded.seats.names, loaded.seats.bots
         )
 
@@ -252,6 +299,12 @@ class GameApp:
         loaded = await self._load(game_id)
         return self._view(loaded, self._seat(loaded, caller, required=False))
 
+    async def get_game_json(self, game_id: str, caller: Caller) -> dict[str, Any]:
+        """:meth:`get_game` in canonical proto3 JSON, built directly."""
+        self._admit(caller)
+        loaded = await self._load(game_id)
+        return self._view_json(loaded, self._seat(loaded, caller, required=False))
+
     async def list_legal_moves(self, game_id: str, caller: Caller) -> pb.ListLegalMovesResponse:
         self._admit(caller)
         loaded = await self._load(game_id)
@@ -266,6 +319,14 @@ class GameApp:
     async def apply_move(
         self, request: pb.ApplyMoveRequest, caller: Caller
     ) -> pb.ApplyMoveResponse:
+        return (await self._apply_move(request, caller)).proto()
+
+    async def apply_move_json(self, request: pb.ApplyMoveRequest, caller: Caller) -> dict[str, Any]:
+        """:meth:`apply_move`'s answer in canonical proto3 JSON, built without
+        the protobuf message when nothing needs it (HTTP's hot path)."""
+        return (await self._apply_move(request, caller)).json()
+
+    async def _apply_move(self, request: pb.ApplyMoveRequest, caller: Caller) -> _MoveAnswer:
         self._admit(caller)
         if not caller.token:
             raise err.unauthenticated()  # before judging the body: 401 comes first
@@ -283,7 +344,7 @@ class GameApp:
                 key = f"move:{seat}:{request.request_id}"
                 remembered = await self._recall(request.game_id, key)
                 if remembered is not None:
-                    return remembered
+                    return _MoveAnswer.of(remembered)
             base = loaded.record.version
             if expected is not None and expected != base:
                 raise err.version_mismatch(expected, base)
@@ -296,10 +357,7 @@ class GameApp:
             messages: list[pb.GameEvent] = []
             _append(events, moved, game.version, messages)
             self._play_bots(game, loaded.seats.bots, events, messages)
-            response = pb.ApplyMoveResponse(
-                game=self._view(loaded, seat),
-                events=[convert.redact(m, seat) for m in messages],
-            )
+            answer = _MoveAnswer(loaded, seat, [convert.redact(m, seat) for m in messages])
             try:
                 result = await self.store.commit(
                     request.game_id,
@@ -308,12 +366,13 @@ class GameApp:
                     _state_bytes(game),
                     events,
                     key,
-                    response.SerializeToString() if key else None,
+                    # A retry must get these very bytes back: remember the message.
+                    answer.proto().SerializeToString() if key else None,
                 )
             except StoreUnavailableError as exc:
                 raise err.from_store(exc) from exc
             if result is Commit.OK:
-                return response
+                return answer
             if result is Commit.NOT_FOUND:
                 raise err.not_found(request.game_id)
             # Lost the race for this version: a retry of the same request may
@@ -321,7 +380,7 @@ class GameApp:
             if key is not None:
                 remembered = await self._recall(request.game_id, key)
                 if remembered is not None:
-                    return remembered
+                    return _MoveAnswer.of(remembered)
             if expected is not None:
                 current = await self._load(request.game_id)
                 raise err.version_mismatch(expected, current.record.version)
@@ -332,6 +391,8 @@ class GameApp:
         )
 
     async def _recall(self, game_id: str, key: str) -> pb.ApplyMoveResponse | None:
+        # The remembered bytes are parsed: a retry's answer is then written by
+        # the same code as the first one, so both transports repeat it exactly.
         try:
             data = await self.store.recall(game_id, key)
         except StoreUnavailableError as exc:

@@ -16,6 +16,7 @@ from engine import Move, MoveKind, Tile, TrainKind, TrainRef
 from engine.view import GameView
 from service.api import game_service_pb2 as pb
 from service.errors import invalid
+from service.jsonwire import to_dict
 
 # Ruleset option -> proto enum prefix; values map as PREFIX + "_" + VALUE.upper().
 _ENUM_PREFIX: Final = {
@@ -247,6 +248,155 @@ def view_to_proto(
         double = message.open_doubles.add(value=d.value, answers=d.answers)
         _set_ref(double.train, d.train)
     return message
+
+
+# -- the same views as canonical proto3 JSON, for HTTP ----------------------
+#
+# An HTTP view went engine view -> protobuf message -> JSON dict: half of the
+# application's CPU per move, mostly in the second step (one Python call per
+# tile). These build the dict MessageToDict would give straight from the
+# engine view (tests/test_convert_json.py checks they are equal on every
+# position of real games). proto3 JSON leaves out zero scalars, empty lists
+# and unset optionals, writes int64 as strings and enums by name.
+
+
+def _json_tile(a: int, b: int) -> dict[str, int]:
+    out = {}
+    if a:
+        out["a"] = a
+    if b:
+        out["b"] = b
+    return out
+
+
+#: Shared, never mutated: orjson writes the same dict as often as it appears.
+_JSON_TILES: Final = [[_json_tile(a, b) for b in range(32)] for a in range(32)]
+
+
+def _json_tiles(tiles: Sequence[Tile]) -> list[dict[str, int]]:
+    rows = _JSON_TILES
+    return [rows[a][b] for a, b in tiles]
+
+
+@functools.lru_cache(maxsize=1024)
+def _json_ref(ref: TrainRef) -> dict[str, Any]:
+    out: dict[str, Any]
+    if ref.kind is TrainKind.SEAT:
+        out = {"seat": ref.number}
+    elif ref.kind is TrainKind.MEXICAN:
+        out = {"mexican": ref.number}
+    else:
+        out = {"line": {}}
+    if ref.end:
+        out["end"] = ref.end
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _json_ruleset(ruleset: engine.Ruleset) -> dict[str, Any]:
+    return to_dict(_ruleset_message(ruleset))
+
+
+_JSON_STATUS: Final = {k: pb.GameStatus.Name(v) for k, v in _STATUS.items()}
+_JSON_BOT: Final[dict[int, str | int]] = {v: pb.BotLevel.Name(v) for v in pb.BotLevel.values()}
+
+
+def view_to_json(
+    view: GameView, game_id: str, names: Sequence[str], bots: Sequence[int]
+) -> dict[str, Any]:
+    """``MessageToDict(view_to_proto(view, game_id, names, bots))``, built directly."""
+    out: dict[str, Any] = {}
+    if game_id:
+        out["gameId"] = game_id
+    if view.version:
+        out["version"] = str(view.version)  # int64
+    out["status"] = _JSON_STATUS[view.status]
+    out["ruleset"] = _json_ruleset(view.ruleset)
+    if view.round:
+        out["round"] = view.round
+    if view.rounds_total:
+        out["roundsTotal"] = view.rounds_total
+    out["engine"] = _JSON_TILES[view.engine.a][view.engine.b]
+    if view.current_seat is not None:
+        out["currentSeat"] = view.current_seat
+    if view.boneyard_count:
+        out["boneyardCount"] = view.boneyard_count
+    players = []
+    for p in view.players:
+        player: dict[str, Any] = {}
+        if p.seat:
+            player["seat"] = p.seat
+        if names[p.seat]:
+            player["displayName"] = names[p.seat]
+        if p.hand_count:
+            player["handCount"] = p.hand_count
+        if p.marker:
+            player["marker"] = True
+        if p.score:
+            player["score"] = p.score
+        if p.round_scores:
+            player["roundScores"] = list(p.round_scores)
+        if bots[p.seat]:
+            player["bot"] = _JSON_BOT.get(bots[p.seat], bots[p.seat])
+        players.append(player)
+    if players:
+        out["players"] = players
+    trains = []
+    for t in view.trains:
+        train: dict[str, Any] = {"ref": _json_ref(t.ref)}
+        if t.tiles:
+            train["tiles"] = _json_tiles(t.tiles)
+        if t.open_ends:
+            train["openEnds"] = list(t.open_ends)
+        if t.marker:
+            train["marker"] = True
+        if t.branches:
+            branches = []
+            for b in t.branches:
+                branch: dict[str, Any] = {}
+                if b.end:
+                    branch["end"] = b.end
+                if b.parent_end is not None:
+                    branch["parentEnd"] = b.parent_end
+                if b.tiles:
+                    branch["tiles"] = _json_tiles(b.tiles)
+                if b.open_end is not None:
+                    branch["openEnd"] = b.open_end
+                branches.append(branch)
+            train["branches"] = branches
+        trains.append(train)
+    if trains:
+        out["trains"] = trains
+    if view.open_doubles:
+        doubles = []
+        for d in view.open_doubles:
+            double: dict[str, Any] = {"train": _json_ref(d.train)}
+            if d.value:
+                double["value"] = d.value
+            if d.answers:
+                double["answers"] = d.answers
+            doubles.append(double)
+        out["openDoubles"] = doubles
+    if view.turn is not None:
+        turn = {}
+        if view.turn.owes_tile:
+            turn["owesTile"] = True
+        if view.turn.drew_this_turn:
+            turn["drewThisTurn"] = True
+        if view.turn.first_turn:
+            turn["firstTurn"] = True
+        out["turn"] = turn
+    if view.hand:
+        out["hand"] = _json_tiles(view.hand)
+    if view.viewer_seat is not None:
+        out["viewerSeat"] = view.viewer_seat
+    if view.seed_sha256:
+        out["seedSha256"] = view.seed_sha256
+    if view.seed:
+        out["seed"] = view.seed
+    if view.winners:
+        out["winners"] = list(view.winners)
+    return out
 
 
 def _set_ref(message: pb.TrainRef, ref: TrainRef) -> None:

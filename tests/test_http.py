@@ -1190,7 +1190,7 @@ def test_an_unexpected_failure_is_a_generic_500(
     async def scenario() -> None:
         game_app = GameApp(MemoryStore())
         monkeypatch.setattr(game_app, "create_game", boom)
-        monkeypatch.setattr(game_app, "apply_move", boom)
+        monkeypatch.setattr(game_app, "apply_move_json", boom)
         api = create_http_app(game_app)
         transport = httpx.ASGITransport(app=api, raise_app_exceptions=False)
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
