@@ -836,7 +836,7 @@ class MexicanTrain:
 
     def train_tiles_of(self, slot: int, end: int = 0) -> list[Tile]:
         """Branch ``end`` of train ``slot``, oriented ``touching-open`` (API.md)."""
-        return [Tile(c >> 5, c & 31) for c in self.train_tiles[slot][end]]
+        return [TILES[c] for c in self.train_tiles[slot][end]]  # TILES[x << 5 | y] is Tile(x, y)
 
     def open_doubles(self) -> list[tuple[TrainRef, int, int]]:
         """Every unsatisfied double that is not dead, oldest first: (train, value, answers)."""
