@@ -181,6 +181,7 @@ class MexicanTrain:
         self.round = rnd
         self.engine_value = engine
         self.hands: list[list[int]] = [[0] * self._full for _ in range(n)]
+        self._hand_lists: list[list[int] | None] = [None] * n
         self.counts = [0] * n
         self.pips = [0] * n
         if self._set_aside:
@@ -259,6 +260,7 @@ class MexicanTrain:
 
     def _add(self, seat: int, tid: int) -> None:
         a, b = tid >> 5, tid & 31
+        self._hand_lists[seat] = None
         hand = self.hands[seat]
         hand[a] |= 1 << b
         hand[b] |= 1 << a
@@ -267,6 +269,7 @@ class MexicanTrain:
 
     def _remove(self, seat: int, tid: int) -> None:
         a, b = tid >> 5, tid & 31
+        self._hand_lists[seat] = None
         hand = self.hands[seat]
         hand[a] &= ~(1 << b)
         hand[b] &= ~(1 << a)
@@ -689,6 +692,7 @@ class MexicanTrain:
         branch = self.trains[slot]
         value = branch[end]
         other = b if a == value else a
+        self._hand_lists[seat] = None
         hand = self.hands[seat]
         hand[a] &= ~(1 << b)
         hand[b] &= ~(1 << a)
@@ -825,7 +829,16 @@ class MexicanTrain:
 
     def hand(self, seat: int) -> list[Tile]:
         """Seat ``seat``'s tiles in canonical order (private: MT-VIS-2)."""
-        return [TILES[t] for t in _hand_ids(self.hands[seat])]
+        return [TILES[t] for t in self._hand_list(seat)]
+
+    def _hand_list(self, seat: int) -> list[int]:
+        """Seat ``seat``'s tile ids in canonical order. Kept until the hand
+        changes: a move changes one hand, and saving a state lists them all
+        (read-only for callers)."""
+        ids = self._hand_lists[seat]
+        if ids is None:
+            ids = self._hand_lists[seat] = _hand_ids(self.hands[seat])
+        return ids
 
     def hand_count(self, seat: int) -> int:
         return self.counts[seat]
@@ -862,7 +875,7 @@ class MexicanTrain:
             "version": self.version,
             "round": self.round,
             "starter": self.starter,
-            "hands": [_hand_ids(hand) for hand in self.hands],
+            "hands": [self._hand_list(seat) for seat in range(self.players)],
             "boneyard": self.boneyard,
             "trains": [
                 [[p, v, tiles] for p, v, tiles in zip(parents, values, tiles_, strict=True)]
@@ -913,18 +926,25 @@ class MexicanTrain:
             self.starter = data["starter"]
             n = self.players
             self.hands = [[0] * self._full for _ in range(n)]
+            self._hand_lists = [None] * n
             self.counts = [0] * n
             self.pips = [0] * n
             for seat, tids in enumerate(data["hands"]):
                 hand = self.hands[seat]
                 pips = 0
+                previous = -1
+                canonical = True
                 for tid in tids:
                     a, b = tid >> 5, tid & 31
                     hand[a] |= 1 << b
                     hand[b] |= 1 << a
                     pips += a + b
+                    canonical = canonical and previous < tid and a <= b
+                    previous = tid
                 self.counts[seat] = len(tids)
                 self.pips[seat] = pips
+                if canonical:  # as to_dict wrote it: saving again can reuse it
+                    self._hand_lists[seat] = list(tids)
             self.boneyard = list(data["boneyard"])
             self.branch_parent = [[br[0] for br in train] for train in data["trains"]]
             self.trains = [[br[1] for br in train] for train in data["trains"]]
