@@ -1017,7 +1017,11 @@ def app_breakdown(players: int, preset: str, rounds: int, games: int = 12) -> li
     top of the transport, the Redis round trips and the event loop. It mirrors
     ``GameApp.apply_move`` (request parsing, load, seat check, apply, events,
     view, state, response) and each transport's translation."""
+    import orjson
+
+    from service import jsonwire
     from service.app import Seats
+    from service.http_server import fast_apply_move, parse_raw_body
 
     ruleset = convert.ruleset_from_proto(pb.Ruleset(preset=preset, rounds=rounds))
     positions: list[tuple[bytes, int, int, engine.Move]] = []
@@ -1054,38 +1058,40 @@ def app_breakdown(players: int, preset: str, rounds: int, games: int = 12) -> li
         token = tokens[seat]
         with timed("gRPC: parse the request"):
             pb.ApplyMoveRequest.FromString(frame)
-        with timed("HTTP: parse the JSON body (json.loads + ParseDict)"):
-            request = json_format.ParseDict(json.loads(raw), pb.ApplyMoveRequest())
+        with timed("HTTP: parse the JSON body (json.loads + fast_apply_move)"):
+            request = parse_raw_body(raw, pb.ApplyMoveRequest(), fast_apply_move)
         with timed("convert.move_from_proto"):
             mv = convert.move_from_proto(request.move)
         with timed("Seats.from_bytes"):
             seats = Seats.from_bytes(meta)
         with timed("engine.load (state from JSON)"):
-            game = engine.load(state)
+            game = engine.load_dict(orjson.loads(state))
         with timed("seat token check + rate-limit key (SHA-256 x2)"):
             seats.seat_of(token)
             hashlib.sha256(token.encode()).hexdigest()
         with timed("engine apply"):
             moved = game.apply(mv, seat=seat)
         with timed("events to proto + serialize"):
-            payloads = [convert.event_to_proto(e, game.version).SerializeToString() for e in moved]
+            messages = [convert.event_to_proto(e, game.version) for e in moved]
+            payloads = [m.SerializeToString() for m in messages]
+        with timed("response: events redacted"):
+            events = [convert.redact(m, seat) for m in messages]
         with timed("engine.build_view"):
             view = engine.build_view(game, seat)
-        with timed("convert.view_to_proto"):
+        with timed("gRPC: convert.view_to_proto"):
             proto_view = convert.view_to_proto(view, game_id, names, bots)
-        with timed("response: events parsed back + redacted"):
-            events = [convert.redact(pb.GameEvent.FromString(p), seat) for p in payloads]
-            response = pb.ApplyMoveResponse(game=proto_view, events=events)
-        with timed("engine to_bytes (state to JSON)"):
-            game.to_bytes()
+        with timed("engine state to JSON (orjson)"):
+            orjson.dumps(game.to_dict())
         with timed("gRPC: serialize the response"):
+            response = pb.ApplyMoveResponse(game=proto_view, events=events)
             sizes["gRPC"] += len(response.SerializeToString())
-        with timed("HTTP: json_format.MessageToDict(response)"):
-            as_dict = json_format.MessageToDict(response)
-        with timed("HTTP: json.dumps (JSONResponse.render)"):
-            sizes["HTTP"] += len(
-                json.dumps(as_dict, ensure_ascii=False, separators=(",", ":")).encode()
-            )
+        with timed("HTTP: convert.view_to_json + events to JSON"):
+            as_dict = {"game": convert.view_to_json(view, game_id, names, bots)}
+            if events:
+                as_dict["events"] = [jsonwire.to_dict(e) for e in events]
+        with timed("HTTP: orjson.dumps of the response"):
+            sizes["HTTP"] += len(orjson.dumps(as_dict))
+        del payloads
     n = len(positions)
     only = {"gRPC": "HTTP:", "HTTP": "gRPC:"}
     totals = {
