@@ -11,7 +11,10 @@ What is checked:
   replays to the same history;
 - every preset, and random rulesets (hypothesis), finish with bots only;
   the expert's determinizations match the seat's legal moves everywhere;
-- the greedy bot's documented heuristics on exact positions.
+- the greedy bot's documented heuristics on exact positions, and its
+  strength against the random bot on a fixed sample;
+- the arena's statistics (Wilson interval, normal interval, percentiles,
+  ties) and ``railyard arena``.
 
 The expert plays with a tiny budget here: these tests check behaviour, not
 strength or time (README "Bots" has the measured figures).
@@ -22,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import random
+import time
 
 import hypothesis.strategies as st
 import pytest
@@ -29,8 +33,22 @@ from hypothesis import given, note, settings
 
 import engine
 from engine import DRAW, END_TURN, MexicanTrain, Move, MoveKind, TrainRef, build_view
+from engine.arena import (
+    ArenaConfig,
+    GameRecord,
+    mean_interval,
+    percentile,
+    play_game,
+    report,
+    round_wins,
+    run,
+    seating,
+    summarize,
+    wilson,
+)
 from engine.bots import LEVELS, bot_key, choose, greedy_move, random_move
 from engine.determinize import Determinizer, NoDeterminizationError
+from service.cli import main
 from tests.scenario import position
 from tests.test_properties import Setup, _hide_and_reshuffle, _move_cap, setups
 
@@ -271,3 +289,141 @@ def test_greedy_goes_on_with_a_chain_first_turn() -> None:
 def test_a_bot_with_no_play_draws() -> None:
     game = position(hands=["1-1", "1-2", "1-3", "1-4"], boneyard="0-0")
     assert [decide(level, game) for level in LEVELS] == [DRAW] * 3
+
+
+# --------------------------------------------------------------------- strength
+
+
+def test_greedy_beats_random_with_intervals_apart() -> None:
+    """A fixed sample (deterministic): 1 greedy vs 3 random, 48 one-round games."""
+    rules = engine.preset("standard").with_options(rounds=1)
+    config = ArenaConfig(("greedy", "random", "random", "random"), rules, 48, "strength")
+    greedy, rand = sorted(summarize(run(config, clock=lambda: 0.0)), key=lambda s: s.level)
+    assert (greedy.level, rand.level) == ("greedy", "random")
+    assert greedy.won_low > rand.won_high
+    assert greedy.mean_score + greedy.score_half < rand.mean_score - rand.score_half
+
+
+# --------------------------------------------------------------------- arena
+
+
+def test_wilson_interval_known_values() -> None:
+    assert [round(x, 4) for x in wilson(50, 100)] == [0.4038, 0.5962]
+    assert [round(x, 4) for x in wilson(0, 10)] == [0.0, 0.2775]
+    assert [round(x, 4) for x in wilson(10, 10)] == [0.7225, 1.0]
+    assert [round(x, 4) for x in wilson(1.5, 4)] == [0.0919, 0.7806]  # split wins count
+    assert wilson(0, 0) == (0.0, 1.0)
+
+
+def test_mean_interval_and_percentiles() -> None:
+    mean, half = mean_interval([2.0, 4.0, 6.0, 8.0])
+    assert mean == 5.0
+    assert half == pytest.approx(1.959963984540054 * (20 / 3) ** 0.5 / 2)
+    assert mean_interval([3.0]) == (3.0, 0.0)
+    values = [float(v) for v in range(1, 201)]
+    assert (percentile(values, 50), percentile(values, 99), percentile(values, 100)) == (
+        100.0,
+        198.0,
+        200.0,
+    )
+
+
+def test_round_wins_split_ties() -> None:
+    assert round_wins([0, 5, 9, 3]) == [1.0, 0.0, 0.0, 0.0]
+    assert round_wins([7, 7, 9]) == [0.5, 0.5, 0.0]  # a blocked round's tie (MT-END-3)
+
+
+def test_seats_rotate_every_game() -> None:
+    bots = ("expert", "greedy", "greedy", "random")
+    assert [seating(bots, g)[0] for g in range(4)] == ["expert", "greedy", "greedy", "random"]
+    assert seating(bots, 1) == ("greedy", "greedy", "random", "expert")
+
+
+def test_summarize_pools_the_seats_of_a_level() -> None:
+    records = [
+        GameRecord(
+            0,
+            ("random", "greedy", "greedy"),
+            ((0, 10, 20), (6, 6, 0)),
+            ((0.001,), (0.002, 0.004), ()),
+        ),
+        GameRecord(1, ("greedy", "greedy", "random"), ((5, 0, 7),), ((0.003,), (), (0.005, 0.006))),
+    ]
+    rand, greedy = summarize(records)  # in LEVELS order
+    assert (rand.level, rand.seats, rand.seat_rounds, rand.wins) == ("random", 1, 3, 1.0)
+    assert (greedy.level, greedy.seats, greedy.seat_rounds, greedy.wins) == ("greedy", 2, 6, 2.0)
+    assert rand.won_share == pytest.approx(1 / 3)
+    assert (rand.won_low, rand.won_high) == wilson(1, 3)
+    # One sample per round: random scored 0, 6, 7; greedy's seats 15, 3 and 2.5.
+    assert rand.mean_score == pytest.approx(13 / 3)
+    assert greedy.mean_score == pytest.approx((15 + 3 + 2.5) / 3)
+    assert rand.rounds == greedy.rounds == 3
+    # Game totals: random 6 and 7; greedy (16 + 20) / 2 = 18 and (5 + 0) / 2 = 2.5.
+    assert (rand.mean_total, greedy.mean_total) == (6.5, pytest.approx(10.25))
+    assert (rand.decisions, rand.p50_ms, rand.max_ms) == (3, 5.0, 6.0)
+    assert (greedy.decisions, greedy.p99_ms) == (3, 4.0)
+
+
+def test_play_game_records_every_round_and_decision() -> None:
+    rules = engine.preset("standard").with_options(rounds=2)
+    config = ArenaConfig(("greedy", "random"), rules, 3, "record")
+    ticks = iter(range(1_000_000))
+    record = play_game(config, 1, clock=lambda: float(next(ticks)))
+    assert record.levels == ("random", "greedy")  # game 1: rotated by one seat
+    # The same game, replayed by hand: same scores, one decision per move.
+    game = engine.new_game(rules, 2, "record:1")
+    levels = record.levels
+    while not game.over:
+        game.push(decide(levels[game.current_seat], game))
+    assert record.round_scores == tuple(zip(*game.round_scores, strict=True))
+    assert sum(len(t) for t in record.decision_seconds) == game.version
+    assert all(t == 1.0 for times in record.decision_seconds for t in times)
+
+
+def test_arena_config_refuses_what_cannot_be_played() -> None:
+    rules = engine.preset("standard")
+    with pytest.raises(ValueError, match="unknown bot level 'smart'"):
+        ArenaConfig(("smart", "greedy"), rules, 1)
+    with pytest.raises(ValueError, match="games must be at least 1"):
+        ArenaConfig(("greedy", "greedy"), rules, 0)
+    with pytest.raises(engine.RulesetError):
+        ArenaConfig(("greedy",), rules, 1)  # MT-SET-2: two players at least
+
+
+def test_report_names_every_level_and_the_method() -> None:
+    rules = engine.preset("standard").with_options(rounds=1)
+    config = ArenaConfig(("greedy", "random", "random"), rules, 3, "report")
+    text = report(config, run(config, clock=time.perf_counter))
+    assert "Wilson" in text
+    assert "ties split" in text
+    lines = text.splitlines()
+    assert any(line.startswith("greedy ") for line in lines)
+    assert any(line.startswith("random ") for line in lines)
+
+
+def test_railyard_arena_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["arena", "--bots", "expert,greedy,random", "--games", "3", "--rounds", "1"]
+    assert main([*argv, "--budget", "20", "--option", "mexican_trains=2", "--seed", "cli"]) == 0
+    out, err = capsys.readouterr()
+    assert "3 players (expert, greedy, random)" in out
+    rows = [
+        line.split()[0]
+        for line in out.splitlines()
+        if line.split()[:1] in (["random"], ["greedy"], ["expert"])
+    ]
+    assert rows == ["random", "greedy", "expert"]
+    assert "arena: 3/3 games" in err
+
+
+def test_railyard_arena_with_two_jobs(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["arena", "--bots", "greedy,random", "--games", "4", "--rounds", "1", "--jobs", "2"]
+    assert main([*argv, "--clock", "cpu"]) == 0
+    out, _ = capsys.readouterr()
+    assert "4 games, 4 rounds" in out
+    assert "process CPU" in out
+
+
+def test_railyard_arena_refuses_a_bad_option(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["arena", "--option", "mexican_trains"]) == 2
+    assert main(["arena", "--bots", "greedy,genius"]) == 2
+    assert "unknown bot level 'genius'" in capsys.readouterr().err
