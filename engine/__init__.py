@@ -6,8 +6,16 @@
 >>> events = game.apply(move)
 >>> game.version, engine.load(game.to_bytes()) == game
 (1, True)
+
+Bots decide from a seat's view alone (``engine.bots``):
+
+>>> view = engine.build_view(game, game.current_seat)
+>>> engine.choose("greedy", view, game.legal_moves(), engine.bot_key(view)) in game.legal_moves()
+True
 """
 
+from engine.bots import LEVELS as BOT_LEVELS
+from engine.bots import bot_key, choose
 from engine.errors import (
     ILLEGAL_REASONS,
     CorruptStateError,
@@ -64,6 +72,7 @@ from engine.tiles import Tile
 from engine.view import GameView, build_view
 
 __all__ = [
+    "BOT_LEVELS",
     "DRAW",
     "END_TURN",
     "GAMES",
@@ -108,7 +117,9 @@ __all__ = [
     "TrainKind",
     "TrainRef",
     "TurnStarted",
+    "bot_key",
     "build_view",
+    "choose",
     "for_seat",
     "format_move",
     "game_type",

@@ -6,6 +6,11 @@
 * ``railyard play`` (the default): a game in the terminal against bots,
   played through the gRPC API, against ``--server`` or, without one, a
   service started in this process on free ports.
+* ``railyard arena``: bots against bots on the engine alone (no service),
+  e.g. ``railyard arena --bots expert,greedy,greedy,greedy --games 100
+  --jobs 2``; prints per bot level the rounds won share with its 95%
+  interval, the mean round score and game total, and decision times
+  (``engine/arena.py`` says how each figure is computed).
 """
 
 from __future__ import annotations
@@ -13,8 +18,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import multiprocessing
 import sys
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from typing import Any
 
 import grpc
 from pydantic import ValidationError
@@ -238,6 +247,111 @@ def play(args: argparse.Namespace, read: Read = input, write: Write = print) -> 
     return asyncio.run(_play_async(args, read, write))
 
 
+# ------------------------------------------------------------------ arena
+
+
+def _option_value(text: str) -> Any:
+    """A ``--option`` value: a whole number, true/false, none, or the text."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "auto"):
+        return None
+    try:
+        return int(lowered)
+    except ValueError:
+        return text.strip()
+
+
+def _in_pool(pool: Executor) -> Callable[[Callable[[int], Any], Iterable[int]], Iterator[Any]]:
+    """A ``map`` over ``pool`` that yields each result as soon as it is done."""
+
+    def mapper(job: Callable[[int], Any], items: Iterable[int]) -> Iterator[Any]:
+        futures = [pool.submit(job, i) for i in items]
+        return (f.result() for f in as_completed(futures))
+
+    return mapper
+
+
+def _arena(args: argparse.Namespace, write: Write = print) -> int:
+    from engine.arena import ArenaConfig, report, run
+
+    bots = tuple(b.strip() for b in args.bots.split(",") if b.strip())
+    try:
+        options = {}
+        for item in args.option:
+            name, sep, value = item.partition("=")
+            if not sep:
+                raise ValueError(f"--option {item!r}: write name=value")
+            options[name.strip()] = _option_value(value)
+        if args.rounds:
+            options["rounds"] = args.rounds
+        rules = engine.preset(args.preset).with_options(**options)
+        config = ArenaConfig(bots, rules, args.games, args.seed, args.budget)
+    except (engine.RailyardError, ValueError) as exc:
+        print(f"railyard arena: {exc}", file=sys.stderr)
+        return 2
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    start = time.perf_counter()
+    tty = sys.stderr.isatty()
+    step = max(1, config.games // 20)
+
+    def progress(done: int, total: int) -> None:
+        # Progress goes to stderr, the table to stdout (it can be redirected alone).
+        if not tty and done % step and done != total:
+            return
+        elapsed = time.perf_counter() - start
+        left = elapsed / done * (total - done)
+        line = f"arena: {done}/{total} games, {elapsed:.0f} s, about {left:.0f} s left"
+        print(f"\r{line}" if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
+
+    if args.jobs > 1:
+        # spawn: a fresh interpreter per worker, whatever this process has imported.
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(args.jobs, mp_context=context) as pool:
+            records = run(config, clock=clock, progress=progress, mapper=_in_pool(pool))
+    else:
+        records = run(config, clock=clock, progress=progress)
+    if tty:
+        print(file=sys.stderr)
+    write(report(config, records))
+    write(
+        f"{time.perf_counter() - start:.0f} s wall, {args.jobs} job(s); decision times: "
+        f"{'process CPU' if args.clock == 'cpu' else 'wall clock'}"
+    )
+    return 0
+
+
+def _arena_options(target: argparse.ArgumentParser) -> None:
+    target.add_argument(
+        "--bots",
+        default="greedy,random,random,random",
+        help="one level per seat, comma-separated: random, greedy, expert "
+        "(default greedy,random,random,random); seats rotate every game",
+    )
+    target.add_argument("--preset", default="standard", choices=sorted(engine.PRESETS))
+    target.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a ruleset option (repeatable), e.g. --option mexican_trains=2",
+    )
+    target.add_argument("--rounds", type=int, default=0, help="rounds a game (default: all)")
+    target.add_argument("--games", type=int, default=40, help="games to play (default 40)")
+    target.add_argument("--seed", default="arena", help="game g is dealt from SEED:g")
+    target.add_argument(
+        "--budget", type=int, default=None, help="expert budget in playout moves (default 3000)"
+    )
+    target.add_argument("--jobs", type=int, default=1, help="processes (default 1)")
+    target.add_argument(
+        "--clock",
+        choices=["wall", "cpu"],
+        default="wall",
+        help="time decisions by the wall clock (default) or the process's CPU time",
+    )
+
+
 # ------------------------------------------------------------------ main
 
 
@@ -266,10 +380,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--rate-limit", type=float, default=None, help="requests/s per caller")
     serve.add_argument("--log-level", default=None, help="RAILYARD_LOG_LEVEL, info")
     _play_options(sub.add_parser("play", help="play in the terminal against bots (default)"))
+    _arena_options(sub.add_parser("arena", help="bots against bots on the engine alone"))
     _play_options(parser)
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "arena":
+        return _arena(args)
     if not 0 <= args.seat < args.players:
         parser.error(f"--seat must be from 0 to {args.players - 1}")
     return play(args)
