@@ -23,10 +23,10 @@ import grpc
 import orjson
 
 import engine
-from engine.bots import random_move
 from service import convert
 from service import errors as err
 from service.api import game_service_pb2 as pb
+from service.bots import BotPlayer
 from service.errors import ServiceError
 from service.jsonwire import to_dict
 from service.settings import Settings
@@ -176,6 +176,11 @@ class GameApp:
         self.store = store
         self.settings = settings or Settings()
         self._limiter = _RateLimiter(self.settings.rate_limit, self.settings.rate_burst)
+        self.bots = BotPlayer(self.settings.bot_processes)
+
+    def close(self) -> None:
+        """Stop the bots' worker processes (the store is closed by its owner)."""
+        self.bots.close()
 
     # ------------------------------------------------------------ helpers
 
@@ -219,8 +224,8 @@ class GameApp:
             view, loaded.record.game_id, loaded.seats.names, loaded.seats.bots
         )
 
-    @staticmethod
-    def _play_bots(
+    async def _play_bots(
+        self,
         game: engine.MexicanTrain,
         bots: Sequence[int],
         out: list[StoredEvent],
@@ -229,8 +234,9 @@ class GameApp:
         """API.md Bots: play bot seats until a person is to move or the game ends."""
         while not game.over and bots[game.current_seat]:
             seat = game.current_seat
+            # The bot sees what its seat sees, nothing more (MT-VIS-1/2).
             view = engine.build_view(game, seat)
-            move = random_move(view, game.legal_moves(), f"{game.seed}:{game.version}:{seat}")
+            move = await self.bots.choose(bots[seat], view, game.legal_moves())
             _append(out, game.apply(move, seat=seat), game.version, messages)
 
     @staticmethod
@@ -273,7 +279,7 @@ class GameApp:
         )
         events: list[StoredEvent] = []
         _append(events, game.opening_events, 0)
-        self._play_bots(game, seats.bots, events)
+        await self._play_bots(game, seats.bots, events)
         loaded = _Loaded.__new__(_Loaded)
         loaded.record = GameRecord(game_id, game.version, b"", b"")
         loaded.seats = seats
@@ -356,7 +362,7 @@ class GameApp:
             events: list[StoredEvent] = []
             messages: list[pb.GameEvent] = []
             _append(events, moved, game.version, messages)
-            self._play_bots(game, loaded.seats.bots, events, messages)
+            await self._play_bots(game, loaded.seats.bots, events, messages)
             answer = _MoveAnswer(loaded, seat, [convert.redact(m, seat) for m in messages])
             try:
                 result = await self.store.commit(

@@ -51,6 +51,7 @@ def _serve(args: argparse.Namespace) -> int:
             ("game_ttl", args.game_ttl),
             ("request_ttl", args.request_ttl),
             ("rate_limit", args.rate_limit),
+            ("bot_processes", args.bot_processes),
             ("log_level", args.log_level),
         )
         if value is not None
@@ -378,6 +379,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--game-ttl", type=float, default=None, help="seconds (RAILYARD_GAME_TTL)")
     serve.add_argument("--request-ttl", type=float, default=None, help="RAILYARD_REQUEST_TTL")
     serve.add_argument("--rate-limit", type=float, default=None, help="requests/s per caller")
+    serve.add_argument(
+        "--bot-processes",
+        type=int,
+        default=None,
+        help="worker processes for expert bots (RAILYARD_BOT_PROCESSES; default one per CPU)",
+    )
     serve.add_argument("--log-level", default=None, help="RAILYARD_LOG_LEVEL, info")
     _play_options(sub.add_parser("play", help="play in the terminal against bots (default)"))
     _arena_options(sub.add_parser("arena", help="bots against bots on the engine alone"))

@@ -101,5 +101,6 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     close_streams(http_api)  # open watchers get a last comment and reconnect elsewhere
     http_server.should_exit = True
     await asyncio.gather(grpc_server.stop(grace=5), http_task)
+    app.close()
     await store.close()
     log.info("stopped")

@@ -23,4 +23,7 @@ class Settings(BaseSettings):
     rate_burst: int = Field(50, ge=1)
     #: Seconds between SSE keep-alive comments (API.md: at most 15).
     keepalive: float = Field(15, gt=0, le=15)
+    #: Worker processes for expert bot decisions (unset: one per CPU; 0: none,
+    #: every bot decides on the event loop).
+    bot_processes: int | None = Field(None, ge=0)
     log_level: str = "info"
