@@ -155,7 +155,10 @@ class MexicanTrain:
         self._blank_value = rules.double_blank_value
         self._canon = canonical_ids(rules.set_max)
         self._moves = _MOVES.setdefault(n, {})
-        self._rows = _ROWS.setdefault((n, self._slots), [[None] * 640 for _ in range(self._slots)])
+        rows = _ROWS.get((n, self._slots))
+        if rows is None:  # once per shape: every state load comes through here
+            rows = _ROWS[n, self._slots] = [[None] * 640 for _ in range(self._slots)]
+        self._rows = rows
         self._legal: list[Move] | None = None
         self.version = 0
         # The moves so far: the text of those loaded with the state (parsed only
