@@ -198,9 +198,11 @@ def play_scores(
         chain = own_chain(hand, own_ends[0])
     else:  # a chicken-footed own train (MT-DBL-7): the best of its branches
         chain = max((own_chain(hand, v) for v in own_ends), key=_chain_value, default=[])
-    reserved = set(chain)
     next_of_chain = chain[0] if chain else -1
-    follow_ends = [*shared_ends, *own_ends]
+    reserved = [0] * len(hand)  # the chain's tiles, as masks like the hand's
+    for t in chain:
+        reserved[t >> 5] |= 1 << (t & 31)
+        reserved[t & 31] |= 1 << (t >> 5)
     scores = []
     for move, value in zip(options, values, strict=True):
         tile, train = move.tile, move.train
@@ -212,27 +214,24 @@ def play_scores(
         if a == b:
             others = hand[a] & ~(1 << a)
             follows = bool(others) or (
-                any_train and any(others if v == a else hand[v] for v in follow_ends)
+                any_train
+                and any(
+                    others if v == a else hand[v] for ends in (shared_ends, own_ends) for v in ends
+                )
             )
             score += DOUBLE_FOLLOWED if follows else DOUBLE_ALONE
-        tid = a << 5 | b
         if train.kind is _SEAT and train.number == seat:
             score += MARKER_OFF if marked else -OWN_TRAIN
-            if tid != next_of_chain:
+            if a << 5 | b != next_of_chain:
                 score -= CHAIN_BROKEN
         else:
-            if tid in reserved:
+            if reserved[a] >> b & 1:
                 score -= CHAIN_SPENT
             if train.kind is _SEAT:
                 score += MARKED_TRAIN
             left = b if a == value else a
-            bits = hand[left] & ~(1 << (a + b - left))
-            while bits:
-                low = bits & -bits
-                bits ^= low
-                x = low.bit_length() - 1
-                if (left << 5 | x if left <= x else x << 5 | left) not in reserved:
-                    score += FOLLOWER
+            # The hand's other tiles that fit the end this play leaves, chain tiles aside.
+            score += FOLLOWER * (hand[left] & ~reserved[left] & ~(1 << (a + b - left))).bit_count()
         scores.append(score)
     return scores
 

@@ -1,19 +1,29 @@
 """The expert bot: determinized Monte Carlo search from one seat's view.
 
 Each *world* is a deal of the tiles the seat has not seen, consistent with
-its view (:mod:`engine.determinize`). In every world each candidate move is
-played, then the round is played out to its end by a fast policy for every
-seat, and the outcome is scored by the seat's own objective: winning the
-round (going out, MT-END-1, or the lowest hand of a blocked round, MT-END-3)
-and the pips left in its hand (MT-SC-1). Every candidate is tried in the same
-worlds with the same playout randomness (common random numbers), so the
-comparison between candidates is not drowned by the luck of the deal. The
-candidate with the best mean wins; ties go to the greedy bot's choice.
+its view (:mod:`engine.determinize`). The candidates are the greedy bot's
+best few moves. In every world each candidate is played, then the round is
+played out to its end with every seat moving as the greedy bot would
+(:func:`engine.bots.play_scores`, with a random move now and then), and the
+outcome is scored by the seat's own objective: its share of the round's win
+(going out, MT-END-1, or the lowest hand of a blocked round, MT-END-3) less
+a little per pip left in its hand (MT-SC-1). Every candidate meets the same
+worlds with the same playout randomness (common random numbers), so two
+candidates are compared world by world, not through the luck of the deal.
 
-The budget counts playouts, not milliseconds, so a decision depends only on
-the view, the legal moves and the key: a game replays exactly whatever the
-machine. :data:`DEFAULT_BUDGET` keeps a decision's p99 well under 100 ms on
-the development machine (README "Bots").
+The search overrules the greedy choice only when its best candidate leads by
+more than SWITCH_MARGIN standard errors of the paired differences: measured
+against greedy opponents, switching on any lead (margin 0) played worse than
+the greedy bot itself, as a few dozen worlds cannot resolve small
+differences; margin 1 won 7 to 10 points more rounds than greedy in the
+same seat of the same deals.
+
+The budget counts the moves the playouts make, not milliseconds, so a
+decision depends only on the view, the legal moves and the key (a game
+replays exactly on any machine), and its time follows the budget whether
+the round is young (long playouts, few worlds) or nearly over (many short
+ones). :data:`DEFAULT_BUDGET` gives a decision's p99 about 60 ms on the
+2-core development machine (README "Bots").
 """
 
 from __future__ import annotations
@@ -31,21 +41,25 @@ from engine.moves import Move, TrainKind
 from engine.rules import DoubleFollowup
 from engine.view import GameView
 
-#: Moves the playouts of one decision make in all, when no budget is given.
-DEFAULT_BUDGET: Final = 3000
+#: Moves the playouts of one decision make in all, when no budget is given
+#: (~17 us each with the policy: ~45 ms; p99 ~60 ms with the overshoot of the
+#: last world and the setup).
+DEFAULT_BUDGET: Final = 2500
 #: What loading a determinization costs, in playout moves (a playout that
 #: ends at once must not make a decision run thousands of them).
 PLAYOUT_SETUP: Final = 5
 #: The playout policy's chance of a uniformly random move instead of its best.
 EXPLORE: Final = 0.1
-#: The greedy bot's best moves searched, at most.
+#: The greedy bot's best moves searched, at most (3 and 6 measured no better).
 MAX_CANDIDATES: Final = 4
 #: Worlds per decision, at least, whatever the budget.
 MIN_WORLDS: Final = 2
 #: How sure the search must be to overrule the greedy choice, in standard errors.
 SWITCH_MARGIN: Final = 1.0
-#: Reward per pip left in the seat's hand at the round's end (a won round is 1).
-PIP_WEIGHT: Final = 0.01
+#: Reward per pip left in the seat's hand at the round's end (a won round is
+#: 1): a loser's ~25 pips weigh about as much as a third of a win, since the
+#: mean round score counts as much as the rounds won.
+PIP_WEIGHT: Final = 0.03
 #: A playout longer than this is a bug: every move plays, draws or passes, and
 #: passes end in a blocked round (MT-END-3).
 MAX_PLAYOUT_MOVES: Final = 100_000

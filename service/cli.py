@@ -342,7 +342,7 @@ def _arena_options(target: argparse.ArgumentParser) -> None:
     target.add_argument("--games", type=int, default=40, help="games to play (default 40)")
     target.add_argument("--seed", default="arena", help="game g is dealt from SEED:g")
     target.add_argument(
-        "--budget", type=int, default=None, help="expert budget in playout moves (default 3000)"
+        "--budget", type=int, default=None, help="expert budget in playout moves (default 2500)"
     )
     target.add_argument("--jobs", type=int, default=1, help="processes (default 1)")
     target.add_argument(
