@@ -55,7 +55,8 @@ def choose(
     """The move the bot ``level`` makes, one of ``legal``, from ``view`` alone.
 
     ``key`` seeds its choices (default :func:`bot_key`); ``budget`` is the
-    expert's search budget in playouts (default :data:`engine.expert.DEFAULT_BUDGET`).
+    expert's search budget in playout moves (default
+    :data:`engine.expert.DEFAULT_BUDGET`); the other levels ignore it.
     Raises :class:`ValueError` for an unknown level or an empty ``legal``.
     """
     if not legal:
@@ -87,6 +88,12 @@ def random_move(view: GameView, legal: Sequence[Move], key: str) -> Move:
 # ------------------------------------------------------------------ greedy
 
 # What the greedy bot weighs, in pips (the unit a round is scored in, MT-SC-1).
+# Checked one at a time (2,000 rounds each, the changed bot in one seat vs
+# the same deals all-greedy; with the first version's longest-chain search,
+# which the cheaper walk of own_chain then matched): without the chain
+# kept for the own train (CHAIN_SPENT 0) it won 5 points fewer rounds;
+# without CHAIN_BROKEN or DOUBLE_FOLLOWED, 3 fewer; the others moved it by
+# less than the noise (about 2 points).
 #: A double played with a tile to follow it sheds two tiles in one turn (MT-DBL-1).
 DOUBLE_FOLLOWED: Final = 20
 #: A double with nothing to follow it: the seat will draw (MT-DBL-6); still one

@@ -5,9 +5,10 @@ public (MT-VIS-1), nothing of another hand or of the boneyard (MT-VIS-3). To
 look ahead it must guess the rest. :class:`Determinizer` lists the tiles the
 seat has not seen (the set, less its hand, the tiles on the trains and the
 engine) and deals them at random to the other hands, each with its public
-count, and to the boneyard, in a random order: a *determinization*. Every
-such deal is equally likely given the view alone; the search averages over
-many of them.
+count, and to the boneyard, in a random order: a *determinization*; the
+search averages over many of them. The deal is uniform: it does not use
+what markers hint at (a seat whose marker went on could not play then),
+since the view has no move log to say what the trains offered at the time.
 
 A determinization is built in the serialized form of
 :meth:`MexicanTrain.to_dict` and loaded with :meth:`MexicanTrain.from_dict`,
@@ -64,7 +65,7 @@ class Determinizer:
     >>> sample = det.position(random.Random(1))
     >>> sample.hand(seat) == game.hand(seat), set(sample.legal_moves()) == set(game.legal_moves())
     (True, True)
-    >>> len(det.unseen), len(sample.boneyard)  # 90 dealt - 15 in the hand; 30 left to draw
+    >>> len(det.unseen), len(sample.boneyard)  # 91 - the engine - 15 held; 30 to draw
     (75, 30)
     """
 
