@@ -152,9 +152,9 @@ class _MoveAnswer:
     def proto(self) -> pb.ApplyMoveResponse:
         if self._proto is None:
             assert self._loaded is not None
-            self._proto = pb.ApplyMoveResponse(
-                game=GameApp._view(self._loaded, self._seat), events=self._events
-            )
+            response = pb.ApplyMoveResponse(events=self._events)
+            GameApp._view(self._loaded, self._seat, into=response.game)
+            self._proto = response
         return self._proto
 
     def json(self) -> dict[str, Any]:
@@ -211,10 +211,10 @@ class GameApp:
         return seat
 
     @staticmethod
-    def _view(loaded: _Loaded, seat: int | None) -> pb.GameView:
+    def _view(loaded: _Loaded, seat: int | None, into: pb.GameView | None = None) -> pb.GameView:
         view = engine.build_view(loaded.game, seat)
         return convert.view_to_proto(
-            view, loaded.record.game_id, loaded.seats.names, loaded.seats.bots
+            view, loaded.record.game_id, loaded.seats.names, loaded.seats.bots, into
         )
 
     @staticmethod
