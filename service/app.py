@@ -26,7 +26,7 @@ import engine
 from service import convert
 from service import errors as err
 from service.api import game_service_pb2 as pb
-from service.bots import BotPlayer
+from service.bots import ALL_BOTS_BUDGET, BotPlayer
 from service.errors import ServiceError
 from service.jsonwire import to_dict
 from service.settings import Settings
@@ -231,12 +231,16 @@ class GameApp:
         out: list[StoredEvent],
         messages: list[pb.GameEvent] | None = None,
     ) -> None:
-        """API.md Bots: play bot seats until a person is to move or the game ends."""
+        """API.md Bots: play bot seats until a person is to move or the game ends.
+        A game of bots only is played to its end here, by CreateGame: its
+        experts search at ALL_BOTS_BUDGET so that the caller is answered in
+        seconds, not minutes."""
+        budget = ALL_BOTS_BUDGET if all(bots) else None
         while not game.over and bots[game.current_seat]:
             seat = game.current_seat
             # The bot sees what its seat sees, nothing more (MT-VIS-1/2).
             view = engine.build_view(game, seat)
-            move = await self.bots.choose(bots[seat], view, game.legal_moves())
+            move = await self.bots.choose(bots[seat], view, game.legal_moves(), budget)
             _append(out, game.apply(move, seat=seat), game.version, messages)
 
     @staticmethod

@@ -92,3 +92,28 @@ def test_expert_decisions_run_in_worker_processes() -> None:
         assert moves == [inline] * 3
 
     asyncio.run(go())
+
+
+def test_a_game_of_experts_only_is_played_by_create_game() -> None:
+    """API.md: CreateGame plays a game of bots only to its end. Its experts
+    search at ALL_BOTS_BUDGET (the caller waits for the whole game), and the
+    game still replays exactly."""
+
+    async def go() -> None:
+        request = pb.CreateGameRequest(
+            ruleset=pb.Ruleset(preset="standard", rounds=2),
+            players=[pb.Player(bot=pb.BOT_LEVEL_EXPERT)] * 3,
+            seed="experts only",
+        )
+        apps = [GameApp(MemoryStore(), Settings(bot_processes=p)) for p in (0, 1)]
+        try:
+            views = [(await app.create_game(request, Caller())).game for app in apps]
+        finally:
+            for app in apps:
+                app.close()
+        assert views[0].status == pb.GAME_STATUS_FINISHED
+        assert len(views[0].players[0].round_scores) == 2
+        views[1].game_id = views[0].game_id  # ids are random without a requestId
+        assert views[0] == views[1]
+
+    asyncio.run(go())
