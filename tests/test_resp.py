@@ -10,7 +10,15 @@ import time
 
 import pytest
 
-from service.store.resp import Address, ReplyError, RespClient, Script, encode
+from service.store.resp import (
+    Address,
+    ReplyError,
+    RespClient,
+    Script,
+    _redirection,
+    _split,
+    encode,
+)
 from tests.redis_harness import RedisServer
 
 
@@ -179,3 +187,28 @@ def test_frozen_server_times_out_every_waiting_call():
             await client.close()
 
         run(go())
+
+
+def test_split_cuts_a_pipeline_back_into_its_commands():
+    """ASK makes the client send ASKING before each command of a pipeline."""
+    commands = [("SET", b"k\r\n$3\r\n", 12), ("GET", ""), ("EVAL", "x" * 1000, 0), ("PING",)]
+    payload = b"".join(encode(c) for c in commands)
+    assert _split(payload, len(commands)) == [encode(c) for c in commands]
+    assert _split(encode(commands[0]), 1) == [encode(commands[0])]
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("MOVED 3999 127.0.0.1:6381", ("MOVED", 3999, "127.0.0.1", 6381)),
+        ("ASK 12 ::1:7000", ("ASK", 12, "::1", 7000)),
+        ("MOVED 7 :7001", ("MOVED", 7, "", 7001)),
+        ("TRYAGAIN Multiple keys request during rehashing of slot", ("TRYAGAIN", -1, "", 0)),
+        ("MOVED nonsense", None),
+        ("ERR MOVED 1 h:1", None),
+        ("NOSCRIPT No matching script", None),
+    ],
+)
+def test_cluster_redirections_are_read_from_error_replies(reply, expected):
+    assert _redirection(ReplyError(reply)) == expected
+    assert _redirection(reply) is None  # only error replies redirect

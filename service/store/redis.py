@@ -10,12 +10,13 @@ one cluster slot and one Lua script may touch them together:
 
 :meth:`RedisStore.create` and :meth:`RedisStore.commit` are each one Lua script
 (atomic on the server; every key it touches is passed in ``KEYS``). Reads are
-plain commands. Requests go through :mod:`service.store.resp`, a lean client
-that pipelines every call of the process over a few shared connections
-(redis-py's asyncio client cost five times its CPU per command). Blocking
-stream reads (``XREAD BLOCK``) use a redis-py pool of their own, so
-long-polling watchers never hold up the requests queued on a shared
-connection.
+plain commands. Everything goes through :mod:`service.store.resp`, a lean
+client that pipelines every call of the process over a few shared
+connections (redis-py's asyncio client cost five times its CPU per command);
+blocking stream reads (``XREAD BLOCK``) each get a connection of their own,
+so long-polling watchers never hold up the requests queued on a shared one.
+On Redis Cluster every call goes to the node owning its game's slot (the
+client follows ``MOVED`` and ``ASK``; see :mod:`service.store.resp`).
 
 Any failure to talk to Redis (refused, reset, timed out, loading, read-only
 replica, ...) surfaces as :class:`StoreUnavailableError`. Timeouts are short,
@@ -25,17 +26,11 @@ on the next call once it is back: the process never needs a restart.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
-
-from redis.asyncio import ConnectionPool, Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
-from redis.exceptions import RedisError
 
 from service.store import Commit, GameRecord, StoredEvent, StoreUnavailableError
 from service.store.resp import Arg, ReplyError, RespClient, Script
@@ -180,21 +175,15 @@ class RedisStore:
         self._request_ttl_ms = _ms(request_ttl)
         self._timeout = timeout
         self._connect_timeout = connect_timeout
-        # Requests: a few shared connections, pipelined, short timeouts.
+        # Requests: a few shared connections, pipelined, short timeouts;
+        # blocking XREADs: up to max_waiters connections of their own.
         self._client = RespClient(
-            url, connections=connections, connect_timeout=connect_timeout, timeout=timeout
-        )
-        # Blocking XREADs: no socket read timeout (the wait bounds each call),
-        # a pool of their own, sized for many watchers.
-        self._wait_pool = ConnectionPool.from_url(
             url,
-            max_connections=max_waiters,
-            socket_connect_timeout=connect_timeout,
-            socket_timeout=None,
-            retry=Retry(NoBackoff(), 0),
-            client_name="railyard-watch",
+            connections=connections,
+            connect_timeout=connect_timeout,
+            timeout=timeout,
+            max_blocking=max_waiters,
         )
-        self._waiter = Redis(connection_pool=self._wait_pool)
         self._create_script = Script(self._client, _CREATE_LUA)
         self._commit_script = Script(self._client, _COMMIT_LUA)
 
@@ -221,8 +210,8 @@ class RedisStore:
         try:
             yield
         # OSError covers ConnectionError and TimeoutError; ReplyError is Redis
-        # refusing (LOADING, READONLY, OOM, ...).
-        except (RedisError, ReplyError, OSError) as exc:
+        # refusing (LOADING, READONLY, OOM, CLUSTERDOWN, ...).
+        except (ReplyError, OSError) as exc:
             detail = str(exc) or "no answer"
             raise StoreUnavailableError(
                 f"redis store at {self._where}: {what} failed: {type(exc).__name__}: {detail}"
@@ -275,7 +264,7 @@ class RedisStore:
         key = self.game_key(game_id)
 
         async def call() -> Any:
-            return await self._client.call("HMGET", key, "state", "version", "meta")
+            return await self._client.call("HMGET", key, "state", "version", "meta", route=key)
 
         state, version, meta = await self._read(f"load game {game_id}", call)
         if state is None or version is None:
@@ -323,7 +312,7 @@ class RedisStore:
         async def call() -> Any:
             # A response outlives its game in Redis only by TTL skew: hide it then,
             # as the memory store does.
-            return await self._client.pipeline(("EXISTS", game), ("GET", key))
+            return await self._client.pipeline(("EXISTS", game), ("GET", key), route=game)
 
         exists, value = await self._read(f"recall in game {game_id}", call)
         return None if not exists or value is None else bytes(value)
@@ -333,7 +322,7 @@ class RedisStore:
         start = "-" if after_version < 0 else _stream_id(after_version + 1, 0)
 
         async def call() -> Any:
-            return await self._client.call("XRANGE", key, start, "+")
+            return await self._client.call("XRANGE", key, start, "+", route=key)
 
         return _parse_entries(await self._read(f"read events of game {game_id}", call))
 
@@ -346,13 +335,21 @@ class RedisStore:
         what = f"wait for events of game {game_id}"
         if timeout <= 0:
             reply = await self._read(
-                what, lambda: self._client.call("XREAD", "STREAMS", key, start)
+                what, lambda: self._client.call("XREAD", "STREAMS", key, start, route=key)
             )
             return self._stream_reply(reply)
         async with self._guard(what):
-            # The socket has no read timeout here; this bounds a silent server.
-            async with asyncio.timeout(timeout + self._timeout):
-                reply = await self._waiter.xread({key: start}, block=_ms(timeout))
+            reply = await self._client.blocking_call(
+                "XREAD",
+                "BLOCK",
+                _ms(timeout),
+                "STREAMS",
+                key,
+                start,
+                route=key,
+                # Redis answers by the end of the BLOCK: past that it is silent.
+                timeout=timeout + self._timeout,
+            )
         return self._stream_reply(reply)
 
     @staticmethod
@@ -373,5 +370,3 @@ class RedisStore:
 
     async def close(self) -> None:
         await self._client.close()
-        await self._waiter.aclose()
-        await self._wait_pool.aclose()
