@@ -2,10 +2,9 @@
 
 :class:`RedisServer` runs one on a free loopback port, without persistence,
 in a temporary directory, and can stop, kill, freeze and restart it on the
-same port (to test a store through Redis dying and coming back). Every
-server started here is stopped at teardown, and at interpreter exit at the
-latest. Only the standard library is used, so the harness does not depend on
-the client under test.
+same port (to test a store through Redis dying and coming back);
+:class:`RedisCluster` forms a Redis Cluster of several. Every server started
+here is stopped at teardown, and at interpreter exit at the latest.
 """
 
 from __future__ import annotations
@@ -20,9 +19,11 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 INSTALL_HINT = "redis-server is not installed: run ./scripts/install-redis (or `make unit`)"
 
+SLOTS = 16384
 _servers: set[RedisServer] = set()  # strong refs: atexit must reach every one
 
 
@@ -195,6 +196,151 @@ class RedisServer:
         _servers.discard(self)
 
     def __enter__(self) -> RedisServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class RedisCluster:
+    """A Redis Cluster of ``masters`` real ``redis-server`` nodes (no
+    replicas) on free loopback ports, the 16384 slots split evenly between
+    them; started on creation. Its :attr:`url` is the first node, as an
+    operator would give one seed node of a cluster.
+
+    Set up and inspected with redis-py's synchronous client, which the store
+    no longer uses (it has its own client, :mod:`service.store.resp`).
+    """
+
+    def __init__(self, masters: int = 3, timeout: float = 20.0) -> None:
+        self.nodes: list[RedisServer] = []
+        self.bus_ports: list[int] = []
+        try:
+            for _ in range(masters):
+                self.bus_ports.append(_free_port())
+                self.nodes.append(
+                    RedisServer(
+                        "--cluster-enabled",
+                        "yes",
+                        "--cluster-config-file",
+                        "nodes.conf",
+                        # The bus port defaults to port + 10000, which may be
+                        # taken or out of range: give it a free one.
+                        "--cluster-port",
+                        str(self.bus_ports[-1]),
+                        "--cluster-node-timeout",
+                        "2000",
+                        # A node down takes its own slots with it, not the rest.
+                        "--cluster-require-full-coverage",
+                        "no",
+                        # Keys survive a clean stop + start (SIGTERM writes the AOF).
+                        "--appendonly",
+                        "yes",
+                    )
+                )
+            self._form(timeout)
+        except BaseException:
+            self.close()
+            raise
+
+    def client(self, node: int) -> Any:
+        import redis
+
+        return redis.Redis(port=self.nodes[node].port, socket_timeout=5)
+
+    def node_id(self, node: int) -> str:
+        with self.client(node) as client:
+            return str(client.execute_command("CLUSTER", "MYID").decode())
+
+    def _form(self, timeout: float) -> None:
+        count = len(self.nodes)
+        bounds = [SLOTS * i // count for i in range(count + 1)]
+        for i in range(count):
+            with self.client(i) as client:
+                client.execute_command("CLUSTER", "ADDSLOTSRANGE", bounds[i], bounds[i + 1] - 1)
+                if i:
+                    client.execute_command(
+                        "CLUSTER", "MEET", "127.0.0.1", self.nodes[0].port, self.bus_ports[0]
+                    )
+        self.wait_ok(timeout)
+
+    def wait_ok(self, timeout: float = 20.0) -> None:
+        """Until every running node sees every slot served by a known master."""
+        deadline = time.monotonic() + timeout
+        for i, node in enumerate(self.nodes):
+            if not node.running:
+                continue
+            with self.client(i) as client:
+                while True:
+                    info = client.execute_command("CLUSTER", "INFO")
+                    slots = client.execute_command("CLUSTER", "SLOTS")
+                    covered = sum(int(s[1]) - int(s[0]) + 1 for s in slots)
+                    if b"cluster_state:ok" in info and covered == SLOTS:
+                        known = {int(s[2][1]) for s in slots}
+                        if known == {n.port for n in self.nodes if n.running} or len(known) == len(
+                            self.nodes
+                        ):
+                            break
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"the cluster did not form:\n{info.decode()}")
+                    time.sleep(0.05)
+
+    @property
+    def url(self) -> str:
+        return self.nodes[0].url
+
+    def owner(self, slot: int) -> int:
+        """The index of the node serving ``slot``."""
+        with self.client(0) as client:
+            for start, end, master, *_ in client.execute_command("CLUSTER", "SLOTS"):
+                if int(start) <= slot <= int(end):
+                    return next(i for i, n in enumerate(self.nodes) if n.port == int(master[1]))
+        raise LookupError(f"slot {slot} is not served")
+
+    def begin_migration(self, slot: int, target: int) -> int:
+        """Mark ``slot`` MIGRATING from its owner to ``target`` (IMPORTING); the
+        owner's index. Keys still on the owner are served there; keys already
+        moved are answered with ASK."""
+        source = self.owner(slot)
+        with self.client(target) as dst:
+            dst.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", self.node_id(source))
+        with self.client(source) as src:
+            src.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", self.node_id(target))
+        return source
+
+    def move_keys(self, slot: int, source: int, target: int) -> int:
+        """MIGRATE the keys of ``slot`` still on ``source`` to ``target``; how many."""
+        with self.client(source) as src:
+            keys = src.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 10_000)
+            if keys:
+                port = self.nodes[target].port
+                src.execute_command("MIGRATE", "127.0.0.1", port, "", 0, 5000, "KEYS", *keys)
+        return len(keys)
+
+    def end_migration(self, slot: int, target: int) -> None:
+        """Give ``slot`` to ``target`` on every node: from now on MOVED."""
+        owner = self.node_id(target)
+        for i, node in enumerate(self.nodes):
+            if node.running:
+                with self.client(i) as client:
+                    client.execute_command("CLUSTER", "SETSLOT", slot, "NODE", owner)
+
+    def migrate(self, slot: int, target: int) -> None:
+        """Move ``slot`` and its keys to node ``target`` (a resharding step)."""
+        source = self.begin_migration(slot, target)
+        self.move_keys(slot, source, target)
+        self.end_migration(slot, target)
+
+    def flushall(self) -> None:
+        for node in self.nodes:
+            if node.running:
+                node.flushall()
+
+    def close(self) -> None:
+        for node in self.nodes:
+            node.close()
+
+    def __enter__(self) -> RedisCluster:
         return self
 
     def __exit__(self, *exc: object) -> None:
