@@ -77,6 +77,12 @@ _SEAT: Final = TrainKind.SEAT
 # Fields of an open double entry (a small list, mutated in place).
 _SLOT, _END, _VALUE, _ANSWERS, _THIS_TURN = range(5)
 
+# Per tile id ``a << 5 | b`` (any orientation): the hand-mask updates
+# ``(a, 1 << b, b, 1 << a)``, the pips, and whether it is canonical (a <= b).
+_TILE_BITS: Final = [(i >> 5, 1 << (i & 31), i & 31, 1 << (i >> 5)) for i in range(1024)]
+_PIPS: Final = [(i >> 5) + (i & 31) for i in range(1024)]
+_CANONICAL: Final = [(i >> 5) <= (i & 31) for i in range(1024)]
+
 # Interned moves and train references, per player count (slot numbering
 # depends on it): legal-move lists hand out the same objects every time.
 _MOVES: dict[int, dict[int, Move]] = {}
@@ -122,6 +128,7 @@ class MexicanTrain:
         self.rules: Final = rules
         self.players: Final = players
         self.seed: Final = seed
+        self._rules_saved = rules.to_dict()
         self._setup()
         self.opening_events: list[Event] = []
         self._deal(1, self.opening_events)
@@ -216,8 +223,10 @@ class MexicanTrain:
         self.markers = [False] * n
         self._available: list[list[int] | None] = [None] * n
         self._branched = False  # a chicken foot split a train this round
-        self.on_table = [0] * self._full
-        self.on_table[engine] = 1  # MT-DBL-5: the engine is on the table
+        # MT-DBL-5: tiles carrying each number on the table, the engine's
+        # included. None after a load until a dead double needs it.
+        self._on_table: list[int] | None = [0] * self._full
+        self._on_table[engine] = 1
         self.doubles: list[list[int]] = []
         self.first_turn_pending = [True] * n
         if ev is not None:
@@ -701,10 +710,11 @@ class MexicanTrain:
         hand[b] &= ~(1 << a)
         self.counts[seat] -= 1
         self.pips[seat] -= a + b
-        on_table = self.on_table
-        on_table[a] += 1
-        if a != b:
-            on_table[b] += 1
+        on_table = self._on_table
+        if on_table is not None:
+            on_table[a] += 1
+            if a != b:
+                on_table[b] += 1
         doubles = self.doubles
         answered = None
         for double in doubles:
@@ -815,6 +825,24 @@ class MexicanTrain:
         return self._history_text
 
     @property
+    def on_table(self) -> list[int]:
+        """MT-DBL-5: how many tiles carrying each number are on the table."""
+        if self._on_table is None:
+            # Counted only when a dead double is in question: a request that
+            # loads a state usually never asks.
+            on_table = [0] * self._full
+            on_table[self.engine_value] = 1
+            for train in self.train_tiles:
+                for branch in train:
+                    for code in branch:
+                        x, y = code >> 5, code & 31
+                        on_table[x] += 1
+                        if x != y:
+                            on_table[y] += 1
+            self._on_table = on_table
+        return self._on_table
+
+    @property
     def totals(self) -> list[int]:
         """MT-SC-2: each seat's total over the rounds played."""
         return [sum(rs) for rs in self.round_scores]
@@ -832,7 +860,7 @@ class MexicanTrain:
 
     def hand(self, seat: int) -> list[Tile]:
         """Seat ``seat``'s tiles in canonical order (private: MT-VIS-2)."""
-        return [TILES[t] for t in self._hand_list(seat)]
+        return list(map(TILES.__getitem__, self._hand_list(seat)))  # a C loop
 
     def _hand_list(self, seat: int) -> list[int]:
         """Seat ``seat``'s tile ids in canonical order. Kept until the hand
@@ -852,7 +880,9 @@ class MexicanTrain:
 
     def train_tiles_of(self, slot: int, end: int = 0) -> list[Tile]:
         """Branch ``end`` of train ``slot``, oriented ``touching-open`` (API.md)."""
-        return [TILES[c] for c in self.train_tiles[slot][end]]  # TILES[x << 5 | y] is Tile(x, y)
+        # TILES[x << 5 | y] is Tile(x, y); map keeps the loop in C (views list
+        # every tile on the table, for every request).
+        return list(map(TILES.__getitem__, self.train_tiles[slot][end]))
 
     def open_doubles(self) -> list[tuple[TrainRef, int, int]]:
         """Every unsatisfied double that is not dead, oldest first: (train, value, answers)."""
@@ -872,20 +902,18 @@ class MexicanTrain:
         return {
             "format": STATE_FORMAT,
             "game": self.name,
-            "rules": _rules_dict(self.rules),
+            "rules": dict(self._rules_saved),  # a copy: the caller may edit it
             "players": self.players,
             "seed": self.seed,
             "version": self.version,
             "round": self.round,
             "starter": self.starter,
-            "hands": [self._hand_list(seat) for seat in range(self.players)],
-            "boneyard": self.boneyard,
-            "trains": [
-                [[p, v, tiles] for p, v, tiles in zip(parents, values, tiles_, strict=True)]
-                for parents, values, tiles_ in zip(
-                    self.branch_parent, self.trains, self.train_tiles, strict=True
-                )
+            "hands": [
+                self._hand_list(seat) if ids is None else ids
+                for seat, ids in enumerate(self._hand_lists)
             ],
+            "boneyard": self.boneyard,
+            "trains": self._trains_saved(),
             "markers": self.markers,
             "doubles": self.doubles,
             "first_turn_pending": self.first_turn_pending,
@@ -907,6 +935,18 @@ class MexicanTrain:
             "history": self._history_string(),
         }
 
+    def _trains_saved(self) -> list[list[list[Any]]]:
+        """Each train as ``[[parent end, open value, tile codes], ...]``, a branch each."""
+        out: list[list[list[Any]]] = []
+        for parents, values, tiles in zip(
+            self.branch_parent, self.trains, self.train_tiles, strict=True
+        ):
+            if len(values) == 1:  # no chicken foot (most trains): no inner loop
+                out.append([[parents[0], values[0], tiles[0]]])
+            else:
+                out.append([[p, v, t] for p, v, t in zip(parents, values, tiles, strict=True)])
+        return out
+
     def to_bytes(self) -> bytes:
         """A compact serialized form of the whole state; :func:`load` reverses it."""
         return _ENCODER.encode(self.to_dict()).encode()
@@ -918,7 +958,9 @@ class MexicanTrain:
             if data["format"] != STATE_FORMAT or data["game"] != cls.name:
                 raise CorruptStateError(f"state format {data['format']!r} is not {STATE_FORMAT}")
             self = cls.__new__(cls)
-            self.rules = _ruleset_of(tuple(sorted(data["rules"].items())))  # type: ignore[misc]
+            # Not sorted: states are written in one key order, and another
+            # order only costs a second cache entry.
+            self.rules, self._rules_saved = _ruleset_of(tuple(data["rules"].items()))  # type: ignore[misc]
             self.players = data["players"]  # type: ignore[misc]
             self.seed = data["seed"]  # type: ignore[misc]
             self._setup()
@@ -932,35 +974,32 @@ class MexicanTrain:
             self._hand_lists = [None] * n
             self.counts = [0] * n
             self.pips = [0] * n
+            bits = _TILE_BITS
             for seat, tids in enumerate(data["hands"]):
                 hand = self.hands[seat]
-                pips = 0
-                previous = -1
-                canonical = True
                 for tid in tids:
-                    a, b = tid >> 5, tid & 31
-                    hand[a] |= 1 << b
-                    hand[b] |= 1 << a
-                    pips += a + b
-                    canonical = canonical and previous < tid and a <= b
-                    previous = tid
+                    a, bit_b, b, bit_a = bits[tid]
+                    hand[a] |= bit_b
+                    hand[b] |= bit_a
                 self.counts[seat] = len(tids)
-                self.pips[seat] = pips
-                if canonical:  # as to_dict wrote it: saving again can reuse it
+                self.pips[seat] = sum(map(_PIPS.__getitem__, tids))
+                # As to_dict wrote it (ascending ids, each a <= b, no repeat):
+                # saving again can reuse it.
+                if all(map(_CANONICAL.__getitem__, tids)) and tids == sorted(set(tids)):
                     self._hand_lists[seat] = list(tids)
             self.boneyard = list(data["boneyard"])
-            self.branch_parent = [[br[0] for br in train] for train in data["trains"]]
-            self.trains = [[br[1] for br in train] for train in data["trains"]]
-            self.train_tiles = [[list(br[2]) for br in train] for train in data["trains"]]
-            self.on_table = [0] * self._full
-            self.on_table[self.engine_value] = 1
-            for train in self.train_tiles:
-                for branch in train:
-                    for code in branch:
-                        x, y = code >> 5, code & 31
-                        self.on_table[x] += 1
-                        if x != y:
-                            self.on_table[y] += 1
+            self.branch_parent, self.trains, self.train_tiles = [], [], []
+            for train in data["trains"]:
+                if len(train) == 1:  # no chicken foot: one branch (most trains)
+                    ((parent, value, tiles),) = train
+                    self.branch_parent.append([parent])
+                    self.trains.append([value])
+                    self.train_tiles.append([list(tiles)])
+                else:
+                    self.branch_parent.append([br[0] for br in train])
+                    self.trains.append([br[1] for br in train])
+                    self.train_tiles.append([list(br[2]) for br in train])
+            self._on_table = None
             self.markers = list(data["markers"])
             self._available = [None] * n
             self._branched = any(len(train) > 1 for train in self.trains)
@@ -1034,15 +1073,12 @@ def _hand_ids(hand: list[int]) -> list[int]:
 
 
 @functools.lru_cache(maxsize=256)
-def _rules_dict(ruleset: Ruleset) -> dict[str, Any]:
-    # Read-only by contract: to_dict's output is serialized, never mutated.
-    return ruleset.to_dict()
-
-
 @functools.lru_cache(maxsize=256)
-def _ruleset_of(items: tuple[tuple[str, Any], ...]) -> Ruleset:
-    # Every request loads a state; its ruleset is one of a few, so build each once.
-    return Ruleset.from_dict(dict(items))
+def _ruleset_of(items: tuple[tuple[str, Any], ...]) -> tuple[Ruleset, dict[str, Any]]:
+    # Every request loads a state; its ruleset is one of a few, so build each
+    # once, with the dict that saving writes back (never handed out: copied).
+    ruleset = Ruleset.from_dict(dict(items))
+    return ruleset, ruleset.to_dict()
 
 
 def _text(move: object) -> str:
