@@ -1054,10 +1054,16 @@ class MexicanTrain:
     @property
     def seed_sha256(self) -> str:
         """MT-FAIR-1: the commitment to the seed, public from the start."""
-        return hashlib.sha256(self.seed.encode()).hexdigest()
+        return _sha256_hex(self.seed)
 
 
 _ENCODER: Final = json.JSONEncoder(separators=(",", ":"))
+
+
+@functools.lru_cache(maxsize=4096)
+def _sha256_hex(seed: str) -> str:
+    # Every view carries the commitment: hash each game's seed once.
+    return hashlib.sha256(seed.encode()).hexdigest()
 
 
 def _hand_ids(hand: list[int]) -> list[int]:

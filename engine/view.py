@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from engine.mexican_train import GameStatus, MexicanTrain
 from engine.moves import TrainRef
 from engine.rules import Ruleset
-from engine.tiles import Tile
+from engine.tiles import TILES, Tile
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,15 +85,29 @@ def build_view(game: MexicanTrain, seat: int | None = None) -> GameView:
     """The view of ``game`` for ``seat`` (``None``: a spectator, public only)."""
     if seat is not None and not 0 <= seat < game.players:
         raise ValueError(f"no seat {seat} in a {game.players}-player game")
-    totals = game.totals
+    counts, markers, scores = game.counts, game.markers, game.round_scores
     players = tuple(
-        PlayerView(s, game.hand_count(s), game.markers[s], totals[s], tuple(game.round_scores[s]))
-        for s in range(game.players)
+        [
+            PlayerView(s, counts[s], markers[s], sum(scores[s]), tuple(scores[s]))  # MT-SC-2
+            for s in range(game.players)
+        ]
     )
     trains = []
+    tile_of = TILES.__getitem__
+    codes = game.train_tiles
     for slot in range(game.slot_count):
         values = game.trains[slot]
         branches: tuple[BranchView, ...] = ()
+        if len(values) == 1:  # no chicken foot (most trains): the quick way
+            trains.append(
+                TrainView(
+                    game.train_ref(slot),
+                    tuple(map(tile_of, codes[slot][0])),  # a C loop, tile by tile
+                    (values[0],) if values[0] >= 0 else (),
+                    slot < game.players and game.markers[slot],
+                )
+            )
+            continue
         if len(values) > 1:
             branches = tuple(
                 BranchView(
