@@ -139,6 +139,13 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def minor_faults(pid: int) -> int:
+    """Minor page faults of a process so far: memory the kernel (and, in a
+    VM, the hypervisor) had to map in."""
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rpartition(")")[2].split()[7])
+
+
 def busy_seconds() -> tuple[float, float]:
     """CPU seconds the whole machine spent busy (every CPU), and stolen by the
     hypervisor, so far (from /proc/stat)."""
@@ -550,6 +557,7 @@ def thread_cpu(pid: int) -> dict[int, tuple[str, float]]:
 @dataclass
 class Sample:
     server: float
+    server_faults: int
     redis: float
     busy: float
     steal: float
@@ -561,7 +569,12 @@ def cpu_sample(server: Server, redis_pid: int) -> Sample:
     the whole machine (busy, stolen)."""
     busy, steal = busy_seconds()
     return Sample(
-        cpu_seconds(server.pid), cpu_seconds(redis_pid), busy, steal, thread_cpu(server.pid)
+        cpu_seconds(server.pid),
+        minor_faults(server.pid),
+        cpu_seconds(redis_pid),
+        busy,
+        steal,
+        thread_cpu(server.pid),
     )
 
 
@@ -584,6 +597,7 @@ class Load:
     games_done: int = 0
     exhausted: int = 0
     server_cpu: float = 0.0
+    server_faults: int = 0
     client_cpu: float = math.nan
     redis_cpu: float = 0.0
     #: CPU seconds used by every other process on the machine meanwhile, and stolen.
@@ -598,6 +612,7 @@ class Load:
     def account(self, before: Sample, after: Sample) -> None:
         """Server, redis and other CPU between two samples (client CPU set first)."""
         self.server_cpu = after.server - before.server
+        self.server_faults = after.server_faults - before.server_faults
         self.redis_cpu = after.redis - before.redis
         busy = after.busy - before.busy
         self.other_cpu = max(0.0, busy - self.server_cpu - self.redis_cpu - self.client_cpu)
@@ -1180,7 +1195,8 @@ def describe(load: Load) -> list[str]:
         f"({100 * load.redis_cpu / load.seconds:.0f}%), load generator {load.client_cpu:.1f} s "
         f"({100 * load.client_cpu / load.seconds:.0f}%), other processes "
         f"{load.other_cpu:.1f} s ({100 * load.other_cpu / load.seconds:.0f}%; "
-        f"{100 * load.quiet_before:.0f}% just before), stolen {load.steal:.1f} s",
+        f"{100 * load.quiet_before:.0f}% just before), stolen {load.steal:.1f} s; "
+        f"server page faults {load.server_faults / max(load.ok, 1):.1f}/move",
     ]
     if load.server_threads and load.server_cpu > 0:
         parts = ", ".join(
