@@ -510,7 +510,8 @@ class RespClient:
             assert redirect is not None
             kind, slot, host, port = redirect
             if kind == "TRYAGAIN":  # keys split by a migration under way: not run
-                await asyncio.sleep(_TRYAGAIN_PAUSE * 2**attempt)
+                if attempt + 1 < _MAX_REDIRECTS:
+                    await asyncio.sleep(_TRYAGAIN_PAUSE * 2**attempt)
                 continue
             target = self._node_at(host or node.address.host, port)
             if kind == "MOVED":
