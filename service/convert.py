@@ -195,12 +195,17 @@ def move_to_proto(move: Move) -> pb.Move:
 
 
 def _varint(value: int) -> bytes:
+    if value < 0x80:  # most lengths here: one byte
+        return _BYTES[value]
     out = bytearray()
     while value > 0x7F:
         out.append(value & 0x7F | 0x80)
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+_BYTES: Final = [bytes((i,)) for i in range(0x80)]
 
 
 def _wire_tile(field: int, a: int, b: int) -> bytes:
