@@ -595,6 +595,9 @@ def test_serialized_state_round_trips(setup: Setup) -> None:
         assert json.loads(data)["hands"] == [_hand_ids(h) for h in state.hands]
         loaded = engine.load(data)
         assert loaded == state
+        # MT-DBL-5's counts: recounted from the table after a load, kept up
+        # move by move in play; they must agree.
+        assert loaded.on_table == state.on_table
         assert loaded.to_bytes() == data
         assert loaded.legal_moves() == state.legal_moves()
         assert engine.build_view(loaded, None) == engine.build_view(state, None)
