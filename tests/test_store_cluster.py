@@ -282,6 +282,42 @@ def _wait_marked_failed(cluster: RedisCluster, down: int, timeout: float = 15.0)
             time.sleep(0.1)
 
 
+def test_the_seed_node_down_the_store_still_answers(
+    cluster: RedisCluster, cluster_url: str
+) -> None:
+    """The node named in the URL goes down: readiness (PING) is answered by
+    another node, and the games on the other nodes go on."""
+    ids = game_ids(12, "s")
+    elsewhere = next(g for g in ids if cluster.owner(key_slot(g)) != 0)
+    on_seed = next(g for g in ids if cluster.owner(key_slot(g)) == 0)
+
+    async def go() -> None:
+        store = RedisStore(cluster_url, timeout=1.0, connect_timeout=0.5)
+        try:
+            await exercise(store, elsewhere)
+            await exercise(store, on_seed)
+            cluster.nodes[0].stop()
+            await store.ping()
+            got = await store.commit(elsewhere, 3, 4, b"s4", events(4, b"x"), None, None)
+            assert got is Commit.OK
+            with pytest.raises(StoreUnavailableError):
+                await store.load(on_seed)
+            cluster.nodes[0].start()
+            await asyncio.to_thread(cluster.wait_ok)
+            deadline = time.monotonic() + 10
+            while True:
+                try:
+                    assert (await store.load(on_seed)) is not None
+                    break
+                except StoreUnavailableError:
+                    assert time.monotonic() < deadline, "the seed's games did not come back"
+                    await asyncio.sleep(0.1)
+        finally:
+            await store.close()
+
+    run(go())
+
+
 # --- the service on the cluster: the end-to-end tests, unchanged -------------
 
 

@@ -444,11 +444,31 @@ class RespClient:
         return self._map is not None
 
     async def call(self, *args: Arg, route: str | None = None) -> Any:
-        """One command's reply; ``route``: the key whose node must run it."""
+        """One command's reply; ``route``: the key whose node must run it.
+        On a cluster a call with no route (PING) is answered by the first
+        node that can, the URL's first: it may be the one that is down."""
+        if route is None and self._map is not None:
+            return await self._any_node(encode(args))
         (reply,) = await self._run(encode(args), 1, route, blocking=None)
         if isinstance(reply, ReplyError):
             raise reply
         return reply
+
+    async def _any_node(self, payload: bytes) -> Any:
+        nodes = [self._seed, *(n for n in self._nodes.values() if n is not self._seed)]
+        failure: BaseException | None = None
+        for node in nodes:
+            try:
+                (reply,) = await node.send(payload, 1)
+            except (ConnectionError, TimeoutError) as exc:
+                failure = exc
+                continue
+            if isinstance(reply, ReplyError):
+                raise reply
+            return reply
+        self._schedule_refresh()
+        assert failure is not None
+        raise failure
 
     async def pipeline(self, *commands: tuple[Arg, ...], route: str | None = None) -> list[Any]:
         """Several commands written together (not a transaction); every reply,
