@@ -1054,16 +1054,10 @@ class MexicanTrain:
     @property
     def seed_sha256(self) -> str:
         """MT-FAIR-1: the commitment to the seed, public from the start."""
-        return _sha256_hex(self.seed)
+        return hashlib.sha256(self.seed.encode()).hexdigest()
 
 
 _ENCODER: Final = json.JSONEncoder(separators=(",", ":"))
-
-
-@functools.lru_cache(maxsize=4096)
-def _sha256_hex(seed: str) -> str:
-    # Every view carries the commitment: hash each game's seed once.
-    return hashlib.sha256(seed.encode()).hexdigest()
 
 
 def _hand_ids(hand: list[int]) -> list[int]:
@@ -1078,7 +1072,6 @@ def _hand_ids(hand: list[int]) -> list[int]:
     return ids
 
 
-@functools.lru_cache(maxsize=256)
 @functools.lru_cache(maxsize=256)
 def _ruleset_of(items: tuple[tuple[str, Any], ...]) -> tuple[Ruleset, dict[str, Any]]:
     # Every request loads a state; its ruleset is one of a few, so build each
