@@ -1,4 +1,4 @@
-"""The production store: Redis (standalone, Sentinel-fronted or Cluster).
+"""The production store: Redis, a single server (or one behind a failover proxy) or a Cluster.
 
 Every key of a game carries the game id as its hash tag, so they all live in
 one cluster slot and one Lua script may touch them together:
