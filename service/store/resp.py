@@ -258,7 +258,6 @@ class _Node:
         self._shared: list[_Connection | None] = [None] * client.connections
         self._connecting: list[asyncio.Future[_Connection] | None] = [None] * client.connections
         self._next = 0
-        self.last = 0
         self._idle: list[_Connection] = []
         self._blocking = 0
         self._closed = False
@@ -266,23 +265,16 @@ class _Node:
     def __repr__(self) -> str:
         return f"<redis node {self.address.host}:{self.address.port}>"
 
-    def pick(self) -> _Connection | None:
-        """The next shared connection round-robin, or ``None`` when it must be
-        (re)made (then :meth:`connect` the slot :attr:`last` names)."""
+    async def _shared_connection(self) -> _Connection:
+        """The next shared connection round-robin, (re)opened when needed;
+        calls arriving meanwhile wait for the same attempt."""
         slot = self._next
         self._next = (slot + 1) % len(self._shared)
-        self.last = slot
         connection = self._shared[slot]
         if connection is not None and not connection.closed:
             return connection
-        return None
-
-    async def connect(self) -> _Connection:
-        """(Re)open the shared connection :meth:`pick` found missing; calls
-        arriving meanwhile wait for the same attempt."""
         if self._closed:
             raise ConnectionError("client closed")
-        slot = self.last
         pending = self._connecting[slot]
         if pending is None:
             pending = asyncio.ensure_future(self._open(self._client.client_name))
@@ -298,7 +290,7 @@ class _Node:
     async def send(self, payload: bytes, count: int) -> list[Any]:
         """``count`` encoded commands on a shared connection; every reply
         (error replies as :class:`ReplyError` objects, not raised)."""
-        connection = self.pick() or await self.connect()
+        connection = await self._shared_connection()
         futures = connection.send(payload, count)
         if count == 1:
             try:
