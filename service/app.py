@@ -411,14 +411,21 @@ class GameApp:
 
     async def watch_game(
         self, game_id: str, after_version: int | None, caller: Caller
-    ) -> AsyncIterator[pb.GameEvent | None]:
+    ) -> AsyncIterator[tuple[pb.GameEvent, ...] | None]:
         """A snapshot, the events after ``after_version``, then live events until
-        the game ends. Yields ``None`` after each quiet keep-alive period."""
+        the game ends. Yields the events of one version at a time (the snapshot
+        alone first), and ``None`` after each quiet keep-alive period.
+
+        Whole versions, because a client resumes by version (``afterVersion``,
+        an SSE id is the version, API.md): a stream that stopped between two
+        events of one version would make a resuming client miss the rest of
+        it. A transport that ends a stream (a graceful shutdown) ends it
+        between versions, and writes one version's events together."""
         self._admit(caller)
         loaded = await self._load(game_id)
         seat = self._seat(loaded, caller, required=False)
         version = loaded.record.version
-        yield pb.GameEvent(version=version, snapshot=self._view(loaded, seat))
+        yield (pb.GameEvent(version=version, snapshot=self._view(loaded, seat)),)
         # Stream ids are <version>-<seq> with seq from 1, so (v + 1, 0) is just
         # after every event of version v.
         position = ((version if after_version is None else max(after_version, -1)) + 1, 0)
@@ -437,12 +444,21 @@ class GameApp:
                     raise err.from_store(exc) from exc
                 yield None
                 continue
+            # A batch holds whole versions: each commit appends all of its
+            # events in one atomic step, and the read takes every entry after
+            # the position.
+            group: list[pb.GameEvent] = []
             for stored in batch:
+                if group and stored.version != group[-1].version:
+                    yield tuple(group)
+                    group = []
                 event = pb.GameEvent.FromString(stored.payload)
                 position = (stored.version, stored.seq)
-                yield convert.redact(event, seat)
+                group.append(convert.redact(event, seat))
                 if event.WhichOneof("kind") == "game_ended":
+                    yield tuple(group)
                     return
+            yield tuple(group)
 
     async def get_game_log(self, game_id: str, caller: Caller) -> pb.GetGameLogResponse:
         self._admit(caller)

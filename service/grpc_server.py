@@ -91,8 +91,8 @@ class GameServicer(pb_grpc.GameServiceServicer):
         after = request.after_version if request.HasField("after_version") else None
         events = self.app.watch_game(request.game_id, after, _caller(context))
         try:
-            async for event in events:
-                if event is not None:  # None: a quiet keep-alive period (HTTP only)
+            async for version in events:
+                for event in version or ():  # None: a quiet keep-alive period (HTTP only)
                     yield event
         except ServiceError as error:
             await _abort(context, error)

@@ -431,11 +431,17 @@ class EventStreamResponse(StreamingResponse):
     media_type = "text/event-stream"
 
 
-def _sse_frame(item: pb.GameEvent | None) -> str:
-    if item is None:
+Version = tuple[pb.GameEvent, ...]  # the events of one version (GameApp.watch_game)
+
+
+def _sse_frames(version: Version | None) -> str:
+    """The frames of one version's events, sent as one chunk, or a keep-alive."""
+    if version is None:
         return ": keep-alive\n\n"
-    data = orjson.dumps(to_json(item)).decode()
-    return f"id: {item.version}\ndata: {data}\n\n"
+    return "".join(
+        f"id: {event.version}\ndata: {orjson.dumps(to_json(event)).decode()}\n\n"
+        for event in version
+    )
 
 
 def _sse_error(body: dict[str, Any]) -> str:
@@ -443,12 +449,13 @@ def _sse_error(body: dict[str, Any]) -> str:
 
 
 async def _until_closed(
-    events: AsyncIterator[pb.GameEvent | None], closing: asyncio.Event
-) -> AsyncIterator[pb.GameEvent | None]:
+    events: AsyncIterator[Version | None], closing: asyncio.Event
+) -> AsyncIterator[Version | None]:
     """The items of ``events`` until ``closing`` is set, which ends at once
-    even while the app waits for the next event."""
+    even while the app waits for the next event. It ends between versions,
+    never inside one, so the client's ``Last-Event-ID`` resumes exactly."""
     closed = asyncio.ensure_future(closing.wait())
-    step: asyncio.Future[pb.GameEvent | None] | None = None
+    step: asyncio.Future[Version | None] | None = None
     try:
         while not closing.is_set():
             step = asyncio.ensure_future(_next(events))
@@ -474,13 +481,13 @@ async def _until_closed(
                 step.exception()  # the stream is over; only retrieve it
 
 
-async def _next(events: AsyncIterator[pb.GameEvent | None]) -> pb.GameEvent | None:
+async def _next(events: AsyncIterator[Version | None]) -> Version | None:
     return await anext(events)
 
 
 async def _event_stream(
-    first: pb.GameEvent | None,
-    events: AsyncIterator[pb.GameEvent | None],
+    first: Version | None,
+    events: AsyncIterator[Version | None],
     closing: asyncio.Event,
 ) -> AsyncIterator[str]:
     """The SSE frames of ``first`` and the rest of ``events``. A failure after
@@ -488,9 +495,9 @@ async def _event_stream(
     (:func:`close_streams`) ends it with a comment, and the client reconnects
     with ``Last-Event-ID``."""
     try:
-        yield _sse_frame(first)
+        yield _sse_frames(first)
         async for item in _until_closed(events, closing):
-            yield _sse_frame(item)
+            yield _sse_frames(item)
         if closing.is_set():
             yield ": server shutting down; reconnect with Last-Event-ID\n\n"
     except ServiceError as exc:

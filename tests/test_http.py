@@ -23,9 +23,11 @@ import httpx
 import jsonschema_rs
 import pytest
 import uvicorn
+from google.protobuf import json_format
 
+from service.api import game_service_pb2 as pb
 from service.app import GameApp
-from service.http_server import close_streams, create_http_app
+from service.http_server import _event_stream, close_streams, create_http_app
 from service.settings import Settings
 from service.store import StoreUnavailableError
 from service.store.memory import MemoryStore
@@ -891,6 +893,18 @@ class LiveStream:
     def task_done(self) -> bool:
         return self._task.done()
 
+    async def chunk(self, timeout: float = 5) -> str | None:
+        """The next body message as sent (after whole frames were read), or
+        None once the response has ended."""
+        assert not self._buffer
+        if self.ended:
+            return None
+        message = await asyncio.wait_for(self._messages.get(), timeout)
+        assert message["type"] == "http.response.body"
+        self.ended = not message.get("more_body", False)
+        body = message.get("body", b"").decode()
+        return body if body or not self.ended else None
+
     async def frame(self, timeout: float = 5) -> Frame | None:
         """The next frame, or None once the response has ended."""
         while "\n\n" not in self._buffer:
@@ -1030,6 +1044,93 @@ def test_close_streams_ends_open_watches_at_once() -> None:
                 assert await late.frame(timeout=2) is None
             # Plain calls are unaffected.
             assert (await client.get(game.url)).status_code == 200
+
+    run(scenario())
+
+
+def test_shutdown_ends_sse_streams_between_versions_and_resume_is_exact() -> None:
+    """One move (plus the bot's) makes several events per version, and a client
+    resumes by version (the SSE id). So each version's events go out as one
+    chunk, a graceful shutdown ends the stream only between versions, and a
+    reconnect with Last-Event-ID on another replica gets exactly the rest."""
+
+    async def scenario() -> None:
+        store = MemoryStore()
+        async with http_client(GameApp(store, Settings(keepalive=10))) as client:
+            game = await create(client)
+            path = f"{game.url}/events"
+            async with LiveStream(client.api, path) as stream:  # type: ignore[attr-defined]
+                first = await stream.frame()
+                assert first is not None
+                assert "snapshot" in first.json
+                _, applied = await play_one(client, game, random.Random(3))
+                events = applied["events"]
+                versions = [version_of(e) for e in events]
+                assert len(set(versions)) > 1  # the bot moved too
+                assert len(versions) > len(set(versions))  # a version with several events
+                sent = await stream.chunk()  # at least the first version has gone out
+                close_streams(client.api)  # type: ignore[attr-defined]
+                chunks = [sent]
+                while (chunk := await stream.chunk()) is not None:
+                    chunks.append(chunk)
+        assert chunks[-1] is not None
+        assert "shutting down" in chunks[-1]
+        seen: list[dict[str, Any]] = []
+        for chunk in chunks[:-1]:
+            assert chunk is not None
+            got = assert_event_frames(parse_sse(chunk))
+            (version,) = {version_of(e) for e in got}  # one version per chunk...
+            assert got == [e for e in events if version_of(e) == version]  # ...all of it
+            seen += got
+        assert seen == events[: len(seen)]
+        # A client whose connection broke after the first version resumes
+        # from its id: exactly the later events, none twice.
+        cut = version_of(seen[0])
+        rest = [e for e in events if version_of(e) > cut]
+        assert rest
+
+        # Another replica over the same store (this one is shutting down).
+        async with http_client(GameApp(store, Settings(keepalive=10))) as other:
+            resumed = LiveStream(other.api, path, {"Last-Event-ID": str(cut)})  # type: ignore[attr-defined]
+            async with resumed:
+                first = await resumed.frame()
+                assert first is not None
+                assert "snapshot" in first.json
+                got = []
+                while len(got) < len(rest):
+                    frame = await resumed.frame(timeout=2)
+                    assert frame is not None
+                    got += assert_event_frames([frame])
+        assert got == rest
+
+    run(scenario())
+
+
+def test_event_stream_ends_between_versions() -> None:
+    """The SSE writer itself: a shutdown that comes while a version is being
+    sent lets that version finish (one chunk) and sends no later one."""
+
+    def event(version: int, **kind: Any) -> pb.GameEvent:
+        return json_format.ParseDict({"version": str(version), **kind}, pb.GameEvent())
+
+    async def scenario() -> None:
+        closing = asyncio.Event()
+
+        async def versions() -> AsyncIterator[tuple[pb.GameEvent, ...] | None]:
+            yield (event(5, tilePlayed={"seat": 1}), event(5, turnStarted={"seat": 2}))
+            yield (event(6, passed={"seat": 2}),)
+
+        stream = _event_stream((event(4, snapshot={}),), versions(), closing)
+        assert parse_sse(await anext(stream))[0].id == "4"
+        five = parse_sse(await anext(stream))
+        closing.set()  # while version 5 is on its way to the client
+        after = [chunk async for chunk in stream]
+        assert [(f.id, list(f.json)) for f in five] == [
+            ("5", ["version", "tilePlayed"]),
+            ("5", ["version", "turnStarted"]),
+        ]
+        assert len(after) == 1
+        assert "shutting down" in after[0]
 
     run(scenario())
 
