@@ -16,6 +16,7 @@ from service.grpc_server import create_grpc_server
 from service.settings import Settings
 from service.store import Store
 from service.store.memory import MemoryStore
+from service.store.resp import redact_url
 
 log = logging.getLogger("railyard")
 
@@ -39,18 +40,10 @@ def make_store(settings: Settings) -> Store:
     return MemoryStore(game_ttl=settings.game_ttl, request_ttl=settings.request_ttl)
 
 
-def _redact_url(url: str) -> str:
-    # Never log a password that came in the URL.
-    if "@" in url:
-        scheme, _, rest = url.partition("://")
-        return f"{scheme}://***@{rest.rpartition('@')[2]}"
-    return url
-
-
 async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     """Run until SIGTERM/SIGINT, then stop gracefully (in-flight calls finish)."""
     store = make_store(settings)
-    where = _redact_url(settings.redis_url) if settings.redis_url else "in-process memory"
+    where = redact_url(settings.redis_url) if settings.redis_url else "in-process memory"
     log.info("store: %s (%s)", store.name, where)
     app = GameApp(store, settings)
     grpc_server, grpc_port = create_grpc_server(app, settings.host, settings.grpc_port)

@@ -3,7 +3,8 @@
 :class:`RedisServer` runs one on a free loopback port, without persistence,
 in a temporary directory, and can stop, kill, freeze and restart it on the
 same port (to test a store through Redis dying and coming back);
-:class:`RedisCluster` forms a Redis Cluster of several. Every server started
+:class:`RedisCluster` forms a Redis Cluster of several; :class:`RedisSentinels`
+runs a master, a replica and a sentinel watching them. Every server started
 here is stopped at teardown, and at interpreter exit at the latest.
 """
 
@@ -51,13 +52,19 @@ def _encode(*args: str) -> bytes:
 class RedisServer:
     """One ``redis-server`` process on ``127.0.0.1:<port>``; started on creation."""
 
-    def __init__(self, *extra_args: str, start: bool = True) -> None:
+    def __init__(self, *extra_args: str, start: bool = True, config: str | None = None) -> None:
         executable = shutil.which("redis-server")
         if executable is None:
             raise RuntimeError(INSTALL_HINT)
         self.executable = executable
         self.extra_args = extra_args
         self.dir = Path(tempfile.mkdtemp(prefix="railyard-redis-"))
+        # A config file, when given, comes first (a sentinel needs one: it
+        # writes what it learns there, and reads it back on a restart).
+        self.config: Path | None = None
+        if config is not None:
+            self.config = self.dir / "redis.conf"
+            self.config.write_text(config)
         self.port = _free_port()
         self._proc: subprocess.Popen[bytes] | None = None
         self._closed = False
@@ -99,6 +106,7 @@ class RedisServer:
     def _launch(self, timeout: float) -> bool:
         args = [
             self.executable,
+            *([str(self.config)] if self.config is not None else []),
             "--port",
             str(self.port),
             "--bind",
@@ -341,6 +349,88 @@ class RedisCluster:
             node.close()
 
     def __enter__(self) -> RedisCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class RedisSentinels:
+    """A master, a replica of it, and one sentinel that monitors them as
+    ``name`` (quorum 1) and promotes the replica one second after the master
+    stops answering."""
+
+    def __init__(self, name: str = "railyard", down_after_ms: int = 1000) -> None:
+        self.name = name
+        # Redis 7 waits 5 s before a diskless full sync, to batch replicas.
+        quick = ("--repl-diskless-sync-delay", "0")
+        self.master = RedisServer(*quick)
+        self.replica = RedisServer(*quick, "--replicaof", "127.0.0.1", str(self.master.port))
+        try:
+            config = (
+                f"sentinel monitor {name} 127.0.0.1 {self.master.port} 1\n"
+                f"sentinel down-after-milliseconds {name} {down_after_ms}\n"
+                f"sentinel failover-timeout {name} 3000\n"
+            )
+            self.sentinel = RedisServer("--sentinel", config=config)
+            self.wait(self.replica_known, "the sentinel does not know the replica in sync")
+            self.wait(self.replicated, "the replica did not sync")
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def url(self) -> str:
+        return f"redis+sentinel://127.0.0.1:{self.sentinel.port}/{self.name}"
+
+    def _sentinel(self) -> Any:
+        from redis import Redis  # the tests' independent client
+
+        return Redis(port=self.sentinel.port, socket_timeout=2, decode_responses=True)
+
+    def replica_known(self) -> bool:
+        """Whether the sentinel could promote the replica: connected to it,
+        and seen in sync with the master (else FAILOVER says NOGOODSLAVE)."""
+        replicas = self._sentinel().sentinel_slaves(self.name)
+        return any(
+            not r.get("is_disconnected") and r.get("master-link-status") == "ok" for r in replicas
+        )
+
+    def master_port(self) -> int:
+        """The port of the master the sentinel names now."""
+        _host, port = self._sentinel().sentinel_get_master_addr_by_name(self.name)
+        return int(port)
+
+    def role(self, server: RedisServer) -> str:
+        from redis import Redis
+
+        role: str = Redis(port=server.port, socket_timeout=2).execute_command("ROLE")[0].decode()
+        return role
+
+    def replicated(self) -> bool:
+        """Whether every write the master took has reached the replica."""
+        from redis import Redis
+
+        master = Redis(port=self.master_port(), socket_timeout=2)
+        return bool(master.execute_command("WAIT", 1, 1000) >= 1)
+
+    @staticmethod
+    def wait(condition: Any, failure: str, timeout: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            with contextlib.suppress(Exception):
+                if condition():
+                    return
+            if time.monotonic() > deadline:
+                raise TimeoutError(failure)
+            time.sleep(0.05)
+
+    def close(self) -> None:
+        for server in ("sentinel", "replica", "master"):
+            if hasattr(self, server):
+                getattr(self, server).close()
+
+    def __enter__(self) -> RedisSentinels:
         return self
 
     def __exit__(self, *exc: object) -> None:

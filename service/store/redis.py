@@ -1,4 +1,4 @@
-"""The production store: Redis, a single server (or one behind a failover proxy) or a Cluster.
+"""The production store: Redis, a single server, a master found through Sentinel, or a Cluster.
 
 Every key of a game carries the game id as its hash tag, so they all live in
 one cluster slot and one Lua script may touch them together:
@@ -16,7 +16,9 @@ connections (redis-py's asyncio client cost five times its CPU per command);
 blocking stream reads (``XREAD BLOCK``) each get a connection of their own,
 so long-polling watchers never hold up the requests queued on a shared one.
 On Redis Cluster every call goes to the node owning its game's slot (the
-client follows ``MOVED`` and ``ASK``; see :mod:`service.store.resp`).
+client follows ``MOVED`` and ``ASK``); with a ``redis+sentinel://`` URL, to
+the master the sentinels name, followed through failovers (see
+:mod:`service.store.resp`).
 
 Any failure to talk to Redis (refused, reset, timed out, loading, read-only
 replica, ...) surfaces as :class:`StoreUnavailableError`. Timeouts are short,
@@ -30,10 +32,9 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 from service.store import Commit, GameRecord, StoredEvent, StoreUnavailableError
-from service.store.resp import Arg, ReplyError, RespClient, Script
+from service.store.resp import Arg, ReplyError, RespClient, Script, redact_url
 
 _T = TypeVar("_T")
 
@@ -129,21 +130,6 @@ def _parse_entries(entries: Any) -> list[StoredEvent]:
     return out
 
 
-def _redact(url: str) -> str:
-    """The URL without its password, for messages."""
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        host = parts.hostname or ""
-        if parts.port is not None:
-            host = f"{host}:{parts.port}"
-        user = parts.username or ""
-        return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
-    except ValueError:
-        return "<redis url>"
-
-
 def _ms(seconds: float) -> int:
     return max(1, round(seconds * 1000))
 
@@ -169,7 +155,7 @@ class RedisStore:
             raise ValueError("TTLs must be positive")
         if not prefix or "{" in prefix or "}" in prefix:
             raise ValueError(f"bad key prefix {prefix!r}")
-        self._where = _redact(url)
+        self._where = redact_url(url)
         self._prefix = prefix
         self._game_ttl_ms = _ms(game_ttl)
         self._request_ttl_ms = _ms(request_ttl)

@@ -24,6 +24,13 @@ script whose keys a migration has split between two nodes is refused with
 ``TRYAGAIN``: it is sent again a few times, then the error stands.
 Every key of a game shares one hash tag, so one call never spans nodes.
 
+Redis Sentinel: with a ``redis+sentinel://`` URL (:class:`SentinelConfig`)
+the client asks the sentinels where the named master is, checks with
+``ROLE`` that it is one, and sends every call there. A connection failure or
+a ``READONLY`` reply (the master was demoted) makes the next call ask again,
+so a failover needs no restart: calls fail fast (``ConnectionError``) until
+the sentinels have promoted a replica, then go to it.
+
 Failures: a connection that is refused, reset or closed fails every call
 waiting on it with :class:`ConnectionError`; a server that stops answering
 for ``timeout`` seconds fails them with :class:`TimeoutError` and the
@@ -59,6 +66,11 @@ _MAX_REDIRECTS: Final = 5
 #: The first pause before a call refused with TRYAGAIN is sent again; it
 #: doubles each time (a few tenths of a second in all, then the error stands).
 _TRYAGAIN_PAUSE: Final = 0.02
+#: A quiet sentinel subscription is PINGed after this many seconds.
+_SWITCH_PING: Final = 5.0
+#: Pauses between rounds of (re)subscribing to the sentinels: doubling, capped.
+_SWITCH_RETRY_MIN: Final = 0.1
+_SWITCH_RETRY_MAX: Final = 2.0
 #: Idle connections kept per node for blocking calls.
 _MAX_IDLE_BLOCKING: Final = 32
 
@@ -133,6 +145,100 @@ class Address:
             password=unquote(parts.password) if parts.password is not None else None,
             db=db,
         )
+
+
+#: The port of a sentinel named in a URL without one.
+SENTINEL_PORT: Final = 26379
+
+
+@dataclass(frozen=True, slots=True)
+class SentinelConfig:
+    """A master found through Redis Sentinel, from a URL of the form
+    ``redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/<master>[/<db>]``
+    (``rediss+sentinel://`` for TLS to the sentinels and the master).
+
+    The user and password are the master's, as in a ``redis://`` URL; the
+    sentinels' own, if they need any, go in the query:
+    ``?sentinel_username=...&sentinel_password=...``. A sentinel named
+    without a port listens on 26379.
+    """
+
+    sentinels: tuple[Address, ...]
+    master_name: str
+    master: Address  # credentials, db and TLS; host and port come from the sentinels
+
+    @staticmethod
+    def applies(url: str) -> bool:
+        return url.split("://", 1)[0] in ("redis+sentinel", "rediss+sentinel")
+
+    @classmethod
+    def parse(cls, url: str) -> SentinelConfig:
+        scheme, _, rest = url.partition("://")
+        if scheme not in ("redis+sentinel", "rediss+sentinel"):
+            raise ValueError(f"not a sentinel URL: scheme {scheme!r}")
+        tls = scheme == "rediss+sentinel"
+        # urlsplit cannot read a netloc holding several hosts: split it by hand.
+        netloc, _, tail = rest.partition("/")
+        path, _, query_text = tail.partition("?")
+        userinfo, at, hosts = netloc.rpartition("@")
+        if not at:
+            userinfo, hosts = "", netloc
+        username, colon, password = userinfo.partition(":")
+        query = parse_qs(query_text)
+        names = [part for part in path.split("/") if part]
+        if not names or len(names) > 2:
+            raise ValueError(
+                "a sentinel URL names the master: redis+sentinel://host:26379/<master>"
+            )
+        try:
+            db = int(names[1]) if len(names) == 2 else 0
+        except ValueError:
+            raise ValueError(f"bad Redis database number {names[1]!r}") from None
+        sentinel_user = next(iter(query.get("sentinel_username", [])), None)
+        sentinel_password = next(iter(query.get("sentinel_password", [])), None)
+        sentinels = []
+        for host_port in hosts.split(","):
+            parts = urlsplit(f"//{host_port}")
+            try:
+                port = parts.port or SENTINEL_PORT
+            except ValueError:
+                raise ValueError(f"bad sentinel address {host_port!r}") from None
+            if not parts.hostname:
+                raise ValueError(f"bad sentinel address {host_port!r}")
+            sentinels.append(
+                Address(parts.hostname, port, None, tls, sentinel_user, sentinel_password, 0)
+            )
+        master = Address(
+            host=None,
+            port=0,
+            path=None,
+            tls=tls,
+            username=unquote(username) if username else None,
+            password=unquote(password) if colon else None,
+            db=db,
+        )
+        return cls(tuple(sentinels), unquote(names[0]), master)
+
+
+def redact_url(url: str) -> str:
+    """The URL without its passwords (the userinfo's, and a sentinel's in the
+    query), for logs and messages. Split by hand: a sentinel URL names
+    several hosts, which urlsplit cannot read."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    netloc, slash, tail = rest.partition("/")
+    userinfo, at, hosts = netloc.rpartition("@")
+    if at and ":" in userinfo:
+        netloc = f"{userinfo.partition(':')[0]}:***@{hosts}"
+    path, question, query = tail.partition("?")
+    if question:
+        pairs = [pair.partition("=") for pair in query.split("&")]
+        query = "&".join(
+            f"{name}{eq}{'***' if 'password' in name.lower() and value else value}"
+            for name, eq, value in pairs
+        )
+    return f"{scheme}://{netloc}{slash}{path}{question}{query}"
 
 
 def encode(args: tuple[Arg, ...]) -> bytes:
@@ -420,11 +526,20 @@ class RespClient:
         self.timeout = timeout
         self.client_name = client_name
         self.max_blocking = max_blocking
-        self._address = Address.parse(url)
+        self._sentinel = SentinelConfig.parse(url) if SentinelConfig.applies(url) else None
+        self._address = Address.parse(url) if self._sentinel is None else self._sentinel.master
+        # The URL's server; under Sentinel a stand-in until the master is found.
         self._seed = _Node(self._address, self)
-        self._nodes: dict[tuple[str | None, int], _Node] = {
-            (self._address.host, self._address.port): self._seed
-        }
+        self._nodes: dict[tuple[str | None, int], _Node] = {}
+        if self._sentinel is None:
+            self._nodes[self._address.host, self._address.port] = self._seed
+        # Sentinel mode: whether _seed is the master the sentinels last named.
+        self._master_known = self._sentinel is None
+        self._finding: asyncio.Future[None] | None = None
+        self._switches: asyncio.Task[None] | None = None
+        self._sentinel_nodes = [
+            _Node(a, self) for a in (self._sentinel.sentinels if self._sentinel else ())
+        ]
         # Cluster mode: the node of every slot; None until a node says MOVED.
         self._map: list[_Node] | None = None
         self._refresh: asyncio.Task[None] | None = None
@@ -485,8 +600,14 @@ class RespClient:
         self._closed = True
         if self._refresh is not None:
             self._refresh.cancel()
-        for node in self._nodes.values():
+        for node in (*self._nodes.values(), *self._sentinel_nodes):
             node.close()
+        if self._finding is not None:
+            self._finding.cancel()
+        if self._switches is not None:
+            # Awaited: its subscription's socket closes before the loop does.
+            self._switches.cancel()
+            await asyncio.gather(self._switches, return_exceptions=True)
 
     # -- routing ------------------------------------------------------------
 
@@ -495,6 +616,8 @@ class RespClient:
     ) -> list[Any]:
         if self._closed:
             raise ConnectionError("client closed")
+        if not self._master_known:
+            await self._find_master()
         table = self._map
         node = self._seed if table is None or route is None else table[key_slot(route)]
         asking = False
@@ -512,11 +635,15 @@ class RespClient:
             except (ConnectionError, TimeoutError):
                 if self._map is not None:
                     self._schedule_refresh()  # a failover may have moved the slot
+                if self._sentinel is not None:
+                    self._master_known = False  # ask the sentinels again
                 raise
             if asking:
                 replies = replies[1::2]
             refused = next((r for r in replies if _redirection(r) is not None), None)
             if refused is None:
+                if self._sentinel is not None and any(_demoted(r) for r in replies):
+                    self._master_known = False  # a failover made it a replica
                 return replies
             redirect = _redirection(refused)
             assert redirect is not None
@@ -537,7 +664,125 @@ class RespClient:
         raise ReplyError(f"{refused} (still, after {_MAX_REDIRECTS} attempts)")
 
     def _where(self) -> str:
+        if self._sentinel is not None:
+            sentinels = ",".join(f"{a.host}:{a.port}" for a in self._sentinel.sentinels)
+            return f"sentinel master {self._sentinel.master_name!r} ({sentinels})"
         return f"{self._address.host}:{self._address.port}"
+
+    # -- Sentinel -------------------------------------------------------------
+
+    async def _find_master(self) -> None:
+        """Learn the master's address; calls arriving meanwhile share the search."""
+        if self._switches is None:
+            self._switches = asyncio.get_running_loop().create_task(self._follow_switches())
+        if self._finding is None or self._finding.done():
+            self._finding = asyncio.ensure_future(self._ask_sentinels())
+        await asyncio.shield(self._finding)
+
+    async def _ask_sentinels(self) -> None:
+        """The first sentinel that names a master that says it is one wins;
+        it is asked first next time."""
+        config = self._sentinel
+        assert config is not None
+        failures = []
+        for index, sentinel in enumerate(self._sentinel_nodes):
+            where = f"sentinel {sentinel.address.host}:{sentinel.address.port}"
+            ask = ("SENTINEL", "GET-MASTER-ADDR-BY-NAME", config.master_name)
+            try:
+                (reply,) = await sentinel.send(encode(ask), 1)
+            except (ConnectionError, TimeoutError, OSError) as exc:
+                failures.append(f"{where}: {type(exc).__name__}: {exc}")
+                continue
+            if isinstance(reply, ReplyError) or not reply:
+                failures.append(f"{where}: {reply or 'no master of that name'}")
+                continue
+            host, port = reply[0].decode(), int(reply[1])
+            master = self._node_at(host, port)
+            try:
+                (role,) = await master.send(encode(("ROLE",)), 1)
+            except (ConnectionError, TimeoutError, OSError) as exc:
+                failures.append(f"{where} names {host}:{port}: {type(exc).__name__}: {exc}")
+                continue
+            if isinstance(role, ReplyError) or not role or role[0] != b"master":
+                # Mid-failover: this sentinel has not heard of the promotion yet.
+                failures.append(f"{where} names {host}:{port}, which is not a master")
+                continue
+            if master is not self._seed:
+                log.info("redis master %r is at %s:%d", config.master_name, host, port)
+                self._drop(self._seed)
+                self._seed = master
+            self._master_known = True
+            self._sentinel_nodes.insert(0, self._sentinel_nodes.pop(index))
+            return
+        raise ConnectionError(
+            f"no live master named {config.master_name!r}: " + "; ".join(failures)
+        )
+
+    async def _follow_switches(self) -> None:
+        """Listen to a sentinel's ``+switch-master`` announcements, so a new
+        master is used as soon as it is promoted. Without them a failover
+        ordered by hand would go unnoticed while the old master still runs:
+        it takes writes (lost when it becomes a replica) until the sentinels
+        demote it, seconds later."""
+        config = self._sentinel
+        assert config is not None
+        pause = _SWITCH_RETRY_MIN
+        while not self._closed:
+            for sentinel in list(self._sentinel_nodes):
+                begun = time.monotonic()
+                try:
+                    await self._listen(sentinel.address, config.master_name)
+                except (OSError, TimeoutError, hiredis.ProtocolError) as exc:
+                    log.debug("sentinel %r: %s", sentinel, exc)
+                if time.monotonic() - begun > _SWITCH_PING:
+                    pause = _SWITCH_RETRY_MIN  # it was listening: a fresh failure
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, _SWITCH_RETRY_MAX)
+
+    async def _listen(self, address: Address, name: str) -> None:
+        async with asyncio.timeout(self.connect_timeout):
+            context = ssl.create_default_context() if address.tls else None
+            reader, writer = await asyncio.open_connection(address.host, address.port, ssl=context)
+        try:
+            hello: list[tuple[Arg, ...]] = []
+            if address.password is not None:
+                user = (address.username,) if address.username else ()
+                hello.append(("AUTH", *user, address.password))
+            hello.append(("SUBSCRIBE", "+switch-master"))
+            writer.write(b"".join(encode(c) for c in hello))
+            parser = hiredis.Reader()
+            # Subscribed from here: whatever switch happened before went unseen.
+            self._master_known = False
+            quiet = 0
+            while not self._closed:
+                try:
+                    data = await asyncio.wait_for(reader.read(65536), _SWITCH_PING)
+                except TimeoutError:
+                    quiet += 1
+                    if quiet > 1:  # a PING went unanswered: the sentinel is gone
+                        raise TimeoutError("no answer to PING") from None
+                    writer.write(encode(("PING",)))
+                    continue
+                if not data:
+                    raise ConnectionError("the sentinel closed the connection")
+                quiet = 0
+                parser.feed(data)
+                while (reply := parser.gets()) is not False:
+                    if isinstance(reply, hiredis.ReplyError):
+                        raise ConnectionError(f"sentinel refused: {reply}")
+                    if _switched(reply, name):
+                        log.info("redis sentinel: master %r switched: %s", name, reply[2].decode())
+                        self._master_known = False
+        finally:
+            writer.close()
+
+    def _drop(self, node: _Node) -> None:
+        """Forget a server that is no longer the master (closing its shared
+        connections; a blocking call on it ends by its own timeout)."""
+        key = (node.address.host, node.address.port)
+        if self._nodes.get(key) is node:
+            del self._nodes[key]
+        node.close()
 
     def _node_at(self, host: str | None, port: int) -> _Node:
         node = self._nodes.get((host, port))
@@ -569,6 +814,23 @@ class RespClient:
             self._map = table
             return
         log.warning("no node of the redis cluster at %s gave its slot map", self._where())
+
+
+def _switched(reply: object, name: str) -> bool:
+    """Whether a pub/sub reply announces a new master for ``name``
+    (``+switch-master <name> <old ip> <old port> <new ip> <new port>``)."""
+    return (
+        isinstance(reply, list)
+        and len(reply) == 3
+        and reply[0] == b"message"
+        and reply[1] == b"+switch-master"
+        and reply[2].split(b" ", 1)[0].decode() == name
+    )
+
+
+def _demoted(reply: object) -> bool:
+    """A write refused because the server is a replica now."""
+    return isinstance(reply, ReplyError) and str(reply).startswith("READONLY")
 
 
 def _split(payload: bytes, count: int) -> list[bytes]:
