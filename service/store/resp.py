@@ -734,6 +734,8 @@ class RespClient:
                     await self._listen(sentinel.address, config.master_name)
                 except (OSError, TimeoutError, hiredis.ProtocolError) as exc:
                     log.debug("sentinel %r: %s", sentinel, exc)
+                except Exception:  # never let the follower die: calls rely on it
+                    log.exception("following sentinel %r failed", sentinel)
                 if time.monotonic() - begun > _SWITCH_PING:
                     pause = _SWITCH_RETRY_MIN  # it was listening: a fresh failure
             await asyncio.sleep(pause)
