@@ -473,7 +473,10 @@ export class RailyardClient {
                 if (snapshotVersion !== undefined) continue; // a reconnect's: the caller has one
                 snapshotVersion = versionOf(event);
                 failures = 0;
+                // The caller's time is not the connection's silence.
+                clearTimeout(idleTimer);
                 yield event;
+                arm();
                 continue;
               }
               const version = versionOf(event);
@@ -488,8 +491,10 @@ export class RailyardClient {
                 yieldedAtLast = 1;
               }
               failures = 0;
+              clearTimeout(idleTimer);
               yield event;
               if (event.gameEnded !== undefined) return;
+              arm();
             }
           }
         } finally {

@@ -95,3 +95,55 @@ export async function cuttingProxy(target, framesFor) {
       }),
   };
 }
+
+/**
+ * A TCP proxy in front of the service that lets the first `drops` ApplyMove
+ * requests through and then cuts the connection instead of passing their
+ * answer back: the move is applied, the client sees a network error. This is
+ * the case requestId exists for.
+ */
+export async function answerDroppingProxy(target, drops) {
+  const upstream = new URL(target);
+  const sockets = new Set();
+  const state = { dropped: 0 };
+  const server = net.createServer((downstream) => {
+    const up = net.connect(Number(upstream.port), upstream.hostname);
+    sockets.add(downstream).add(up);
+    let dropNext = false;
+    const cut = () => {
+      downstream.destroy();
+      up.destroy();
+    };
+    downstream.on("data", (data) => {
+      if (state.dropped < drops && /^POST \/v1\/games\/[^/ ]+\/moves /.test(data.toString("latin1"))) dropNext = true;
+      up.write(data);
+    });
+    up.on("data", (data) => {
+      if (dropNext) {
+        state.dropped++;
+        cut();
+        return;
+      }
+      downstream.write(data);
+    });
+    for (const s of [downstream, up]) {
+      s.on("error", cut);
+      s.on("close", () => {
+        sockets.delete(s);
+        cut();
+      });
+    }
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    get dropped() {
+      return state.dropped;
+    },
+    close: () =>
+      new Promise((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(resolve);
+      }),
+  };
+}

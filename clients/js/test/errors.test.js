@@ -7,7 +7,8 @@ import http from "node:http";
 import net from "node:net";
 import { describe, test } from "node:test";
 import { RailyardClient, RailyardError, newRequestId, tileOf, versionOf } from "../src/index.js";
-import { NEEDS_SERVICE, client, newGame } from "../test-support/helpers.js";
+import { playTurn } from "../src/bot.js";
+import { BASE_URL, NEEDS_SERVICE, answerDroppingProxy, client, newGame } from "../test-support/helpers.js";
 
 const RULE_ID = /^[A-Z]+(-[A-Z0-9]+)+$/;
 
@@ -169,6 +170,57 @@ describe("errors from the service", { skip: NEEDS_SERVICE }, () => {
     assert.equal(versionOf(await c.getGame(gameId)), 1);
     const log = await c.getGameLog(gameId);
     assert.equal(log.events.filter((e) => versionOf(e) === 1).length, first.events.length);
+  });
+
+  test("requestId after a lost answer: the move was applied once, the retry gets its answer", async () => {
+    const { gameId, turnToken } = await twoSeats(c);
+    const proxy = await answerDroppingProxy(BASE_URL, 1);
+    try {
+      const flaky = new RailyardClient(proxy.url);
+      const legal = await flaky.listLegalMoves(gameId, { token: turnToken });
+      const requestId = newRequestId();
+      const options = { token: turnToken, expectedVersion: versionOf(legal), requestId };
+      const lost = await failure(() => flaky.applyMove(gameId, legal.moves[0], options));
+      assert.equal(lost.code, "UNAVAILABLE");
+      assert.equal(lost.reason, "NETWORK_ERROR");
+      assert.equal(proxy.dropped, 1);
+      // The server did apply it; the retry (same id, now-stale version) is answered, not refused.
+      assert.equal(versionOf(await c.getGame(gameId)), 1);
+      const retried = await flaky.applyMove(gameId, legal.moves[0], options);
+      assert.equal(versionOf(retried), 1);
+      const log = await c.getGameLog(gameId);
+      // The log is public: a draw's tile, which the drawer's own answer shows, is not in it.
+      const publicEvents = retried.events.map((e) => {
+        if (e.tileDrawn === undefined) return e;
+        const { tile, ...rest } = e.tileDrawn;
+        assert.ok(tile !== undefined, "the drawer's answer shows the tile drawn");
+        return { ...e, tileDrawn: rest };
+      });
+      assert.deepEqual(publicEvents, log.events.filter((e) => versionOf(e) === 1));
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  test("playTurn retries a move whose answer was lost, with the same requestId", async () => {
+    const { gameId, seat, turnToken } = await twoSeats(c);
+    const proxy = await answerDroppingProxy(BASE_URL, 1);
+    try {
+      const { moves, game } = await playTurn(new RailyardClient(proxy.url), gameId, turnToken, undefined, {
+        retryDelayMs: 1,
+      });
+      assert.equal(proxy.dropped, 1);
+      // Every move applied exactly once: one version per move, all by this seat.
+      assert.equal(versionOf(game), moves.length);
+      const log = await c.getGameLog(gameId);
+      const played = log.events.filter((e) => versionOf(e) > 0 && (e.tilePlayed || e.tileDrawn || e.passed));
+      assert.deepEqual(
+        played.map((e) => [versionOf(e), (e.tilePlayed ?? e.tileDrawn ?? e.passed).seat ?? 0]),
+        moves.map((_, i) => [i + 1, seat]),
+      );
+    } finally {
+      await proxy.close();
+    }
   });
 
   test("versionOf reads every shape; absent is 0", async () => {
