@@ -376,7 +376,7 @@ export interface ApplyMoveOptions extends CallOptions {
 export interface WatchOptions extends CallOptions {
   /** Events with a version above this one (-1: from the deal); absent: those after the snapshot. */
   afterVersion?: Int64Input;
-  /** Reconnect with Last-Event-ID when the connection drops before gameEnded (default true). */
+  /** Reconnect with Last-Event-ID when the connection drops before gameEnded, or is refused with 503 / 429 (default true). */
   reconnect?: boolean;
   /** Consecutive failed connections before giving up (default 5). */
   maxReconnects?: number;

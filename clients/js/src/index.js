@@ -501,9 +501,11 @@ export class RailyardClient {
           reader.cancel().catch(() => {});
         }
       } catch (err) {
-        // A store outage reported inside the stream is as transient as a drop.
-        if (err instanceof RailyardError && err.code === "UNAVAILABLE") dropped = err;
-        else throw err;
+        // A store outage (503, or an error event inside the stream) and a rate
+        // limit on reconnecting are as transient as a drop.
+        if (err instanceof RailyardError && (err.code === "UNAVAILABLE" || err.code === "RESOURCE_EXHAUSTED")) {
+          dropped = err;
+        } else throw err;
       } finally {
         clearTimeout(idleTimer);
         signal?.removeEventListener("abort", onAbort);
@@ -522,7 +524,8 @@ export class RailyardClient {
       }
       failures++;
       if (!reconnect || failures > maxReconnects) throw dropped;
-      await sleep(Math.min(reconnectDelayMs * 2 ** (failures - 1), 5_000), signal);
+      const backoff = Math.min(reconnectDelayMs * 2 ** (failures - 1), 5_000);
+      await sleep(dropped.retryAfter !== undefined ? dropped.retryAfter * 1000 : backoff, signal);
     }
   }
 }

@@ -261,6 +261,26 @@ describe("rate limits", { skip: process.env.RAILYARD_RATE_LIMITED_URL ? false : 
     assert.equal(typeof limited.retryAfter, "number");
     assert.ok(limited.retryAfter >= 1);
   });
+
+  test("a watch refused with 429 waits retryAfter and connects again", async () => {
+    // The limited replica shares the store: a game made elsewhere is watched through it.
+    const { gameId } = await newGame(new RailyardClient(process.env.RAILYARD_URL), {
+      people: 0,
+      bots: ["BOT_LEVEL_RANDOM", "BOT_LEVEL_RANDOM"],
+    });
+    const c = new RailyardClient(process.env.RAILYARD_RATE_LIMITED_URL);
+    // Spend the burst.
+    for (let i = 0; i < 50; i++) {
+      const err = await failure(() => c.getGame("no-such-game"));
+      if (err.httpStatus === 429) break;
+    }
+    const started = Date.now();
+    const events = [];
+    for await (const e of c.watchGame(gameId)) events.push(e);
+    assert.ok(Date.now() - started >= 500, "it waited before connecting again");
+    assert.equal(events.length, 1);
+    assert.equal(events[0].snapshot.status, "GAME_STATUS_FINISHED");
+  });
 });
 
 describe("failures below the API", () => {
