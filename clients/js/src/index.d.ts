@@ -1,0 +1,429 @@
+// Hand-written declarations for @railyard/client. The JSON shapes are the
+// canonical proto3 JSON of proto/railyard/v1/game_service.proto (API.md):
+// lowerCamelCase names, enums as their names, int64 as decimal strings.
+//
+// Zero values are omitted on the wire: a field typed `x?: number` below may
+// be absent because it is 0 (tile halves, seat 0, version 0, counts), and a
+// `boolean?` because it is false. Fields declared `optional` in the proto
+// (currentSeat, viewerSeat, Ruleset options, Branch.parentEnd/openEnd) are
+// present whenever set, 0 included. Use versionOf(), tileOf(), seatOf() to
+// read them with defaults.
+
+/** An int64 as the server writes it: a decimal string. */
+export type Int64 = string;
+/** An int64 as the client accepts it on input. */
+export type Int64Input = string | number | bigint;
+
+export type GameStatus = "GAME_STATUS_UNSPECIFIED" | "GAME_STATUS_IN_PROGRESS" | "GAME_STATUS_FINISHED";
+export type BotLevel = "BOT_LEVEL_UNSPECIFIED" | "BOT_LEVEL_RANDOM" | "BOT_LEVEL_GREEDY" | "BOT_LEVEL_EXPERT";
+export type GameKind =
+  | "GAME_UNSPECIFIED"
+  | "GAME_MEXICAN_TRAIN"
+  | "GAME_BLOCK"
+  | "GAME_DRAW"
+  | "GAME_ALL_FIVES"
+  | "GAME_BERGEN"
+  | "GAME_MATADOR"
+  | "GAME_CHICKEN_FOOT";
+export type HandSizeTable =
+  | "HAND_SIZE_TABLE_UNSPECIFIED"
+  | "HAND_SIZE_TABLE_STANDARD"
+  | "HAND_SIZE_TABLE_BY_SET"
+  | "HAND_SIZE_TABLE_PUREMCO_DOUBLE9"
+  | "HAND_SIZE_TABLE_DOUBLE6";
+export type EnginePlacement = "ENGINE_PLACEMENT_UNSPECIFIED" | "ENGINE_PLACEMENT_SET_ASIDE" | "ENGINE_PLACEMENT_HOLDER_PLAYS";
+export type FirstPlayer = "FIRST_PLAYER_UNSPECIFIED" | "FIRST_PLAYER_DRAW" | "FIRST_PLAYER_SEAT0";
+export type FirstTurn = "FIRST_TURN_UNSPECIFIED" | "FIRST_TURN_SINGLE" | "FIRST_TURN_CHAIN";
+export type DoubleFollowup = "DOUBLE_FOLLOWUP_UNSPECIFIED" | "DOUBLE_FOLLOWUP_ANY_TRAIN" | "DOUBLE_FOLLOWUP_COVER_OWN";
+export type DoubleAnswer = "DOUBLE_ANSWER_UNSPECIFIED" | "DOUBLE_ANSWER_ONE" | "DOUBLE_ANSWER_CHICKEN_FOOT";
+export type KnockRule = "KNOCK_RULE_UNSPECIFIED" | "KNOCK_RULE_NONE" | "KNOCK_RULE_PENALTY";
+export type DrawReason = "DRAW_REASON_UNSPECIFIED" | "DRAW_REASON_MOVE" | "DRAW_REASON_PENALTY" | "DRAW_REASON_ENGINE_SEARCH";
+export type RoundEndReason = "ROUND_END_REASON_UNSPECIFIED" | "ROUND_END_REASON_DOMINO" | "ROUND_END_REASON_BLOCKED";
+export type PresetName = "standard" | "pagat" | "university_games" | "cover_own" | "by_set" | "house" | "chicken_foot";
+
+/** A domino a-b; an omitted half is 0. a <= b except in a train's tiles (a touches the previous tile). */
+export interface Tile {
+  a?: number;
+  b?: number;
+}
+
+/** Where a tile goes: exactly one of seat / mexican / line (seat: 0 is sent as present). */
+export interface TrainRef {
+  seat?: number;
+  mexican?: number;
+  line?: Record<string, never>;
+  /** Which open end when the target has several (chicken foot); omitted = 0. */
+  end?: number;
+}
+
+export interface PlayMove {
+  tile?: Tile;
+  train?: TrainRef;
+  /** MT-KNOCK-1. */
+  announceLastTile?: boolean;
+}
+
+/** One move: exactly one of play / draw / pass / endTurn. */
+export type Move =
+  | { play: PlayMove }
+  | { draw: Record<string, never> }
+  | { pass: Record<string, never> }
+  | { endTurn: Record<string, never> };
+
+export interface LegalMove {
+  move: Move;
+  /** Text form: "5-12@p0", "12-12@m0", "draw", "pass", "end". */
+  notation: string;
+}
+
+/** Every option of RULES.md; every field may be left out on input (the preset's value is used). */
+export interface Ruleset {
+  preset?: PresetName | string;
+  game?: GameKind;
+  setMax?: number;
+  handSize?: number;
+  handSizeTable?: HandSizeTable;
+  rounds?: number;
+  firstEngine?: number;
+  enginePlacement?: EnginePlacement;
+  firstPlayer?: FirstPlayer;
+  firstTurn?: FirstTurn;
+  mexicanTrains?: number;
+  doubleFollowup?: DoubleFollowup;
+  openDoublesBlock?: boolean;
+  maxDoublesPerTurn?: number;
+  doubleAnswer?: DoubleAnswer;
+  endOnDouble?: boolean;
+  knockRule?: KnockRule;
+  knockPenalty?: number;
+  doubleBlankValue?: number;
+}
+
+export interface Player {
+  displayName?: string;
+  /** Absent: a person. */
+  bot?: BotLevel;
+}
+
+export interface CreateGameRequest {
+  ruleset?: Ruleset;
+  players: Player[];
+  seed?: string;
+  requestId?: string;
+}
+
+export interface SeatToken {
+  /** Omitted for seat 0: use seatOf(). */
+  seat?: number;
+  token: string;
+}
+
+export interface CreateGameResponse {
+  game: GameView;
+  seats: SeatToken[];
+}
+
+export interface PlayerView {
+  seat?: number;
+  displayName?: string;
+  handCount?: number;
+  marker?: boolean;
+  /** The total over the rounds played. */
+  score?: number;
+  roundScores?: number[];
+  bot?: BotLevel;
+}
+
+export interface Branch {
+  end?: number;
+  /** Absent for the trunk. */
+  parentEnd?: number;
+  tiles?: Tile[];
+  /** Absent once closed. */
+  openEnd?: number;
+}
+
+export interface TrainView {
+  ref: TrainRef;
+  tiles?: Tile[];
+  openEnds?: number[];
+  marker?: boolean;
+  branches?: Branch[];
+}
+
+export interface OpenDouble {
+  train: TrainRef;
+  value?: number;
+  answers?: number;
+}
+
+export interface TurnView {
+  owesTile?: boolean;
+  drewThisTurn?: boolean;
+  firstTurn?: boolean;
+}
+
+/** What a caller sees of a game (MT-VIS). */
+export interface GameView {
+  gameId: string;
+  /** Omitted while 0: use versionOf(). */
+  version?: Int64;
+  status: GameStatus;
+  ruleset: Ruleset;
+  round?: number;
+  roundsTotal?: number;
+  engine?: Tile;
+  /** The seat to move; absent once the game is over (present when 0). */
+  currentSeat?: number;
+  boneyardCount?: number;
+  players: PlayerView[];
+  trains: TrainView[];
+  openDoubles?: OpenDouble[];
+  turn?: TurnView;
+  /** Only in the seat's own view. */
+  hand?: Tile[];
+  /** Absent for spectators (present when 0). */
+  viewerSeat?: number;
+  seedSha256: string;
+  /** Only once finished. */
+  seed?: string;
+  /** Seats, once finished. */
+  winners?: number[];
+}
+
+export interface ListLegalMovesResponse {
+  /** Absent when it is not the caller's turn. */
+  moves?: LegalMove[];
+  version?: Int64;
+}
+
+export interface ApplyMoveResponse {
+  game: GameView;
+  events?: GameEvent[];
+}
+
+export interface GetGameLogResponse {
+  events?: GameEvent[];
+  /** Only once the game is over (MT-FAIR-1). */
+  seed?: string;
+  seedSha256: string;
+  ruleset: Ruleset;
+}
+
+export interface ListRulesetsResponse {
+  rulesets: Ruleset[];
+}
+
+export interface TilePlayed {
+  seat?: number;
+  tile?: Tile;
+  train?: TrainRef;
+}
+export interface TileDrawn {
+  seat?: number;
+  /** Only in the drawer's own stream (MT-DR-3). */
+  tile?: Tile;
+  reason?: DrawReason;
+}
+export interface SeatEvent {
+  seat?: number;
+}
+export interface DoubleSatisfied {
+  train?: TrainRef;
+  value?: number;
+  dead?: boolean;
+}
+export interface RoundStarted {
+  round?: number;
+  engine?: Tile;
+  starter?: number;
+}
+export interface RoundEnded {
+  round?: number;
+  reason?: RoundEndReason;
+  scores?: number[];
+}
+export interface GameEnded {
+  totals?: number[];
+  winners?: number[];
+  seed?: string;
+}
+
+interface EventBase {
+  /** The game's version after the move that caused it; omitted while 0: use versionOf(). */
+  version?: Int64;
+}
+
+/** One event: `version` plus exactly one kind. */
+export type GameEvent = EventBase &
+  (
+    | { snapshot: GameView }
+    | { tilePlayed: TilePlayed }
+    | { tileDrawn: TileDrawn }
+    | { passed: SeatEvent }
+    | { markerPlaced: SeatEvent }
+    | { markerRemoved: SeatEvent }
+    | { doubleSatisfied: DoubleSatisfied }
+    | { turnStarted: SeatEvent }
+    | { roundStarted: RoundStarted }
+    | { roundEnded: RoundEnded }
+    | { gameEnded: GameEnded }
+  );
+
+export type GameEventKind =
+  | "snapshot"
+  | "tilePlayed"
+  | "tileDrawn"
+  | "passed"
+  | "markerPlaced"
+  | "markerRemoved"
+  | "doubleSatisfied"
+  | "turnStarted"
+  | "roundStarted"
+  | "roundEnded"
+  | "gameEnded";
+
+/** google.rpc.Status in JSON, as every error body is. */
+export interface RpcStatus {
+  code: number;
+  message?: string;
+  details?: Array<{ "@type": string; reason?: string; domain?: string; metadata?: Record<string, string> }>;
+}
+
+export type GrpcCodeName =
+  | "OK"
+  | "CANCELLED"
+  | "UNKNOWN"
+  | "INVALID_ARGUMENT"
+  | "DEADLINE_EXCEEDED"
+  | "NOT_FOUND"
+  | "ALREADY_EXISTS"
+  | "PERMISSION_DENIED"
+  | "RESOURCE_EXHAUSTED"
+  | "FAILED_PRECONDITION"
+  | "ABORTED"
+  | "OUT_OF_RANGE"
+  | "UNIMPLEMENTED"
+  | "INTERNAL"
+  | "UNAVAILABLE"
+  | "DATA_LOSS"
+  | "UNAUTHENTICATED";
+
+export declare const GRPC_CODES: readonly GrpcCodeName[];
+
+/** Every failed call. */
+export declare class RailyardError extends Error {
+  constructor(
+    message: string,
+    fields?: {
+      httpStatus?: number;
+      code?: GrpcCodeName;
+      reason?: string;
+      metadata?: Record<string, string>;
+      retryAfter?: number;
+      status?: RpcStatus;
+      cause?: unknown;
+    },
+  );
+  name: "RailyardError";
+  /** HTTP status; 0 when no answer arrived (network failure). */
+  httpStatus: number;
+  /** gRPC code name; UNAVAILABLE for network failures. */
+  code: GrpcCodeName;
+  /** ErrorInfo reason (GAME_NOT_FOUND, ILLEGAL_MOVE, ...); NETWORK_ERROR for network failures; "" if none. */
+  reason: string;
+  /** ErrorInfo metadata. */
+  metadata: Record<string, string>;
+  /** metadata.rule: the RULES.md id a refused move broke. */
+  rule: string | undefined;
+  /** Seconds to wait (429 Retry-After), when given. */
+  retryAfter: number | undefined;
+  /** The Status body as received, when there was one. */
+  status: RpcStatus | undefined;
+}
+
+export declare function errorFromStatus(status: RpcStatus, httpStatus?: number, retryAfter?: number): RailyardError;
+
+export interface SseMessage {
+  /** The `event:` field, "message" when none. */
+  type: string;
+  data: string;
+  /** The last `id:` seen. */
+  id: string;
+}
+
+/** Incremental Server-Sent Events parser (WHATWG rules). */
+export declare class SseParser {
+  lastEventId: string;
+  retry: number | undefined;
+  comments: number;
+  push(text: string): SseMessage[];
+  /** End of stream: an unfinished event is discarded. */
+  finish(): SseMessage[];
+}
+
+export interface CallOptions {
+  /** A seat token; else the client's default token; else a spectator. */
+  token?: string;
+  signal?: AbortSignal;
+}
+
+export interface ApplyMoveOptions extends CallOptions {
+  expectedVersion?: Int64Input;
+  requestId?: string;
+}
+
+export interface WatchOptions extends CallOptions {
+  /** Events with a version above this one (-1: from the deal); absent: those after the snapshot. */
+  afterVersion?: Int64Input;
+  /** Reconnect with Last-Event-ID when the connection drops before gameEnded, or is refused with 503 / 429 (default true). */
+  reconnect?: boolean;
+  /** Consecutive failed connections before giving up (default 5). */
+  maxReconnects?: number;
+  /** First reconnect delay, doubled per consecutive failure, capped at 5 s (default 200). */
+  reconnectDelayMs?: number;
+  /** No bytes (keep-alives included) for this long counts as a dropped connection (default 45000; 0: never). */
+  idleTimeoutMs?: number;
+}
+
+export interface ClientOptions {
+  baseUrl: string;
+  fetch?: typeof fetch;
+  /** Default seat token for calls that give none. */
+  token?: string;
+  headers?: Record<string, string>;
+}
+
+export declare class RailyardClient {
+  constructor(options: string | ClientOptions);
+  readonly baseUrl: string;
+  token: string | undefined;
+  headers: Record<string, string>;
+  createGame(request: CreateGameRequest, options?: { signal?: AbortSignal }): Promise<CreateGameResponse>;
+  getGame(gameId: string, options?: CallOptions): Promise<GameView>;
+  listLegalMoves(gameId: string, options?: CallOptions): Promise<ListLegalMovesResponse>;
+  applyMove(gameId: string, move: Move | LegalMove, options?: ApplyMoveOptions): Promise<ApplyMoveResponse>;
+  getGameLog(gameId: string, options?: CallOptions): Promise<GetGameLogResponse>;
+  listRulesets(options?: { signal?: AbortSignal }): Promise<ListRulesetsResponse>;
+  /** A snapshot, then every later event once, in order, until gameEnded. */
+  watchGame(gameId: string, options?: WatchOptions): AsyncGenerator<GameEvent, void, undefined>;
+}
+
+/** The version of a GameView, GameEvent, ListLegalMovesResponse, ApplyMoveResponse or CreateGameResponse; absent = 0. */
+export declare function versionOf(x: { version?: Int64 } | { game: { version?: Int64 } } | undefined | null): number;
+/** An int64 (string, number, bigint, absent = 0) as a safe integer number. */
+export declare function toVersion(value: Int64Input | undefined | null): number;
+/** An int64 for a request: a decimal string; throws TypeError for anything else. */
+export declare function int64String(value: Int64Input, name?: string): string;
+/** Both halves, omitted ones as 0. */
+export declare function tileOf(tile: Tile | undefined | null): { a: number; b: number };
+/** "5-12". */
+export declare function tileText(tile: Tile | undefined | null): string;
+/** The `seat` of a PlayerView, SeatToken or event body; omitted = 0. */
+export declare function seatOf(x: { seat?: number } | undefined | null): number;
+/** The seat to move; undefined once the game is over. */
+export declare function currentSeatOf(view: GameView | undefined | null): number | undefined;
+export declare function isFinished(view: GameView | undefined | null): boolean;
+export declare function eventKind(event: GameEvent | undefined | null): GameEventKind | undefined;
+/** A fresh idempotency key for applyMove / createGame. */
+export declare function newRequestId(): string;
