@@ -53,6 +53,7 @@ def _serve(args: argparse.Namespace) -> int:
             ("rate_limit", args.rate_limit),
             ("bot_processes", args.bot_processes),
             ("log_level", args.log_level),
+            ("cors_origins", args.cors_origins),
         )
         if value is not None
     }
@@ -386,6 +387,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="worker processes for expert bots (RAILYARD_BOT_PROCESSES; default one per CPU)",
     )
     serve.add_argument("--log-level", default=None, help="RAILYARD_LOG_LEVEL, info")
+    serve.add_argument(
+        "--cors-origins",
+        default=None,
+        help="web origins allowed to call the HTTP API from a browser, comma-separated, "
+        "or * (RAILYARD_CORS_ORIGINS; default none)",
+    )
     _play_options(sub.add_parser("play", help="play in the terminal against bots (default)"))
     _arena_options(sub.add_parser("arena", help="bots against bots on the engine alone"))
     _play_options(parser)

@@ -33,12 +33,14 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import Receive, Scope, Send
+from starlette.middleware.cors import CORSMiddleware
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from service import errors, jsonwire, openapi
 from service.api import game_service_pb2 as pb
 from service.app import Caller, GameApp
 from service.errors import ServiceError
+from service.settings import cors_origin_list
 
 log = logging.getLogger("railyard.http")
 
@@ -768,7 +770,17 @@ class RailyardAPI(FastAPI):
     checked by the same tests): the same caller parsing, body parser, JSON
     and Status bodies, and a generic 500 for a bug."""
 
+    #: CORS (settings.cors_origins) around everything, hot routes included;
+    #: None when no origin is allowed, so the hot path pays nothing.
+    cors: ASGIApp | None = None
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.cors is not None and scope["type"] == "http":
+            await self.cors(scope, receive, send)
+        else:
+            await self.serve(scope, receive, send)
+
+    async def serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         hot = hot_route(scope) if scope["type"] == "http" else None
         if hot is None:
             await super().__call__(scope, receive, send)
@@ -841,6 +853,17 @@ def create_http_app(app: GameApp) -> FastAPI:
     )
     api.state.game_app = app
     api.state.streams_closing = asyncio.Event()
+    origins = cors_origin_list(app.settings.cors_origins)
+    if origins:
+        api.cors = CORSMiddleware(
+            api.serve,
+            allow_origins=origins,
+            allow_methods=["GET", "POST"],
+            # Bearer tokens, JSON bodies, and EventSource-style resumption.
+            allow_headers=["authorization", "content-type", "last-event-id"],
+            expose_headers=["retry-after"],  # API.md: a 429 says when to retry
+            max_age=600,
+        )
     api.include_router(games)
     api.include_router(rulesets)
     api.include_router(health)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field
+import re
+
+from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -27,3 +29,21 @@ class Settings(BaseSettings):
     #: every bot decides on the event loop).
     bot_processes: int | None = Field(None, ge=0)
     log_level: str = "info"
+    #: Web origins whose pages may call the HTTP API from a browser (CORS):
+    #: comma-separated (``https://play.example.com,http://localhost:5173``),
+    #: ``*`` for any; empty: none, the browser's same-origin rule applies.
+    cors_origins: str = ""
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _origins(cls, value: str) -> str:
+        for origin in cors_origin_list(value):
+            if origin != "*" and not re.fullmatch(r"https?://[^/\s]+", origin):
+                raise ValueError(
+                    f"{origin!r} is not an origin: scheme://host[:port], no path (or *)"
+                )
+        return value
+
+
+def cors_origin_list(value: str) -> list[str]:
+    return [o.strip().rstrip("/") for o in value.split(",") if o.strip()]

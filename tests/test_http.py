@@ -1302,3 +1302,101 @@ def test_an_unexpected_failure_is_a_generic_500(
             assert status["message"] == "internal error"
 
     run(scenario())
+
+
+# ------------------------------------------------------------------ CORS
+
+PAGE = "https://play.example.com"
+
+
+def test_cors_lets_a_configured_origin_play_from_a_browser() -> None:
+    """RAILYARD_CORS_ORIGINS: a page of an allowed origin gets its preflight
+    answered and CORS headers on every answer (hot routes, FastAPI routes,
+    errors, the SSE stream); another origin gets none."""
+    settings = Settings(cors_origins=f"{PAGE}, http://localhost:5173/", keepalive=0.05)
+
+    async def scenario() -> None:
+        async with http_client(GameApp(MemoryStore(), settings)) as client:
+            game = await create(client)
+            origin = {"origin": PAGE}
+            preflight = await client.options(
+                f"{game.url}/moves",
+                headers={
+                    **origin,
+                    "access-control-request-method": "POST",
+                    "access-control-request-headers": "authorization, content-type",
+                },
+            )
+            assert preflight.status_code == 200
+            assert preflight.headers["access-control-allow-origin"] == PAGE
+            assert "POST" in preflight.headers["access-control-allow-methods"]
+            allowed = preflight.headers["access-control-allow-headers"].lower()
+            assert {"authorization", "content-type", "last-event-id"} <= {
+                h.strip() for h in allowed.split(",")
+            }
+            seat = (await view(client, game)).get("currentSeat", 0)
+            answers = [
+                await client.get(game.url, headers=origin),  # hot route
+                await client.post(  # hot route, an error
+                    f"{game.url}/moves", json={"move": {"pass": {}}}, headers=origin
+                ),
+                await client.get(
+                    f"{game.url}/legal-moves", headers={**origin, **bearer(game.tokens[seat])}
+                ),
+                await client.get("/v1/games/nosuchgame/log", headers=origin),  # 404
+                await client.get("/v1/rulesets", headers=origin),
+            ]
+            for answer in answers:
+                assert answer.headers["access-control-allow-origin"] == PAGE, answer.request.url
+                assert "origin" in answer.headers["vary"].lower()
+                assert answer.headers["access-control-expose-headers"].lower() == "retry-after"
+            assert [a.status_code for a in answers] == [200, 401, 200, 404, 200]
+            dev = await client.get(game.url, headers={"origin": "http://localhost:5173"})
+            assert dev.headers["access-control-allow-origin"] == "http://localhost:5173"
+            async with LiveStream(client.api, f"{game.url}/events", origin) as stream:  # type: ignore[attr-defined]
+                assert stream.headers["access-control-allow-origin"] == PAGE
+                assert stream.headers["content-type"].startswith("text/event-stream")
+                first = await stream.frame()
+                assert first is not None
+                assert "snapshot" in first.json
+
+            other = {"origin": "https://evil.example"}
+            refused = await client.options(
+                f"{game.url}/moves", headers={**other, "access-control-request-method": "POST"}
+            )
+            assert refused.status_code == 400
+            assert "access-control-allow-origin" not in refused.headers
+            plain = await client.get(game.url, headers=other)
+            assert plain.status_code == 200  # CORS is the browser's rule, tokens guard seats
+            assert "access-control-allow-origin" not in plain.headers
+
+    run(scenario())
+
+
+def test_cors_any_origin_and_none_by_default() -> None:
+    async def scenario() -> None:
+        app = GameApp(MemoryStore(), Settings(cors_origins="*"))
+        async with http_client(app) as client:
+            game = await create(client)
+            got = await client.get(game.url, headers={"origin": PAGE})
+            assert got.headers["access-control-allow-origin"] == "*"
+        async with http_client(GameApp(MemoryStore())) as client:
+            game = await create(client)
+            got = await client.get(game.url, headers={"origin": PAGE})
+            assert got.status_code == 200
+            assert not [h for h in got.headers if h.startswith("access-control-")]
+            preflight = await client.options(
+                f"{game.url}/moves",
+                headers={"origin": PAGE, "access-control-request-method": "POST"},
+            )
+            assert preflight.status_code == 405
+            assert "access-control-allow-origin" not in preflight.headers
+            assert preflight.json()["details"][0]["reason"] == "METHOD_NOT_ALLOWED"
+
+    run(scenario())
+
+
+@pytest.mark.parametrize("bad", ["play.example.com", "https://play.example.com/app", "ftp://x"])
+def test_cors_origins_must_be_origins(bad: str) -> None:
+    with pytest.raises(ValueError, match="is not an origin"):
+        Settings(cors_origins=f"{PAGE},{bad}")
