@@ -130,6 +130,21 @@ class _Loaded:
             raise err.from_engine(exc) from exc
 
 
+#: Marks a remembered ApplyMove answer that starts with its request's
+#: fingerprint (32 bytes). A serialized ApplyMoveResponse never starts with a
+#: zero byte (field number 0 does not exist), so older entries are told apart.
+_REMEMBERED: Final = b"\x00"
+
+
+def _fingerprint(request: pb.ApplyMoveRequest) -> bytes:
+    """What a retry must repeat: the move and the expectedVersion (the same
+    from either transport, whatever the JSON looked like)."""
+    digest = hashlib.sha256(request.move.SerializeToString(deterministic=True))
+    if request.HasField("expected_version"):
+        digest.update(b"\0%d" % request.expected_version)
+    return digest.digest()
+
+
 class _MoveAnswer:
     """An ApplyMove answer, turned into a message or JSON only as its
     transport asks (each at most once)."""
@@ -346,13 +361,14 @@ class GameApp:
         move = convert.move_from_proto(request.move)
         expected = request.expected_version if request.HasField("expected_version") else None
         key: str | None = None
+        fingerprint = _fingerprint(request) if request.request_id else b""
         for _ in range(_COMMIT_ATTEMPTS):
             loaded = await self._load(request.game_id)
             seat = self._seat(loaded, caller, required=True)
             assert seat is not None
             if request.request_id:
                 key = f"move:{seat}:{request.request_id}"
-                remembered = await self._recall(request.game_id, key)
+                remembered = await self._recall(request, key, fingerprint)
                 if remembered is not None:
                     return _MoveAnswer.of(remembered)
             base = loaded.record.version
@@ -376,8 +392,9 @@ class GameApp:
                     _state_bytes(game),
                     events,
                     key,
-                    # A retry must get these very bytes back: remember the message.
-                    answer.proto().SerializeToString() if key else None,
+                    # A retry must get these very bytes back: remember the
+                    # message, after what the request asked for.
+                    _REMEMBERED + fingerprint + answer.proto().SerializeToString() if key else None,
                 )
             except StoreUnavailableError as exc:
                 raise err.from_store(exc) from exc
@@ -388,7 +405,7 @@ class GameApp:
             # Lost the race for this version: a retry of the same request may
             # have won it; otherwise refuse (expectedVersion given) or go again.
             if key is not None:
-                remembered = await self._recall(request.game_id, key)
+                remembered = await self._recall(request, key, fingerprint)
                 if remembered is not None:
                     return _MoveAnswer.of(remembered)
             if expected is not None:
@@ -400,14 +417,31 @@ class GameApp:
             "the game kept changing under this move; retry",
         )
 
-    async def _recall(self, game_id: str, key: str) -> pb.ApplyMoveResponse | None:
-        # The remembered bytes are parsed: a retry's answer is then written by
-        # the same code as the first one, so both transports repeat it exactly.
+    async def _recall(
+        self, request: pb.ApplyMoveRequest, key: str, fingerprint: bytes
+    ) -> pb.ApplyMoveResponse | None:
+        """The answer remembered for this request id, if any; refused when
+        the id was first used for a different request (API.md: a *repeated*
+        request gets the first answer; another move under a used id would
+        otherwise get an answer that is not about it, and apply nothing)."""
         try:
-            data = await self.store.recall(game_id, key)
+            data = await self.store.recall(request.game_id, key)
         except StoreUnavailableError as exc:
             raise err.from_store(exc) from exc
-        return None if data is None else pb.ApplyMoveResponse.FromString(data)
+        if data is None:
+            return None
+        if data.startswith(_REMEMBERED):
+            first, data = data[1:33], data[33:]
+            if first != fingerprint:
+                raise err.invalid(
+                    f"requestId {request.request_id!r} was used for another move or "
+                    "expectedVersion of this seat: give each new request a new id",
+                    field="requestId",
+                )
+        # (Without the prefix: remembered by an older version, not checked.)
+        # The remembered bytes are parsed: a retry's answer is then written by
+        # the same code as the first one, so both transports repeat it exactly.
+        return pb.ApplyMoveResponse.FromString(data)
 
     async def watch_game(
         self, game_id: str, after_version: int | None, caller: Caller

@@ -1123,6 +1123,53 @@ def _games_in_redis(redis_url: str) -> int:
         client.close()
 
 
+def test_a_request_id_used_for_another_move_is_refused(redis_url: str) -> None:
+    """A requestId names one request: sent again with another move or another
+    expectedVersion it is INVALID_ARGUMENT (field requestId) on both
+    transports and nothing changes, while the true retry still gets the first
+    answer. An answer remembered before requests were fingerprinted (no
+    prefix) is still given back."""
+
+    async def go() -> None:
+        async with instance(redis_url) as one:
+            game_id, tokens, seat = await _two_person_game(one, _seed("reuse"))
+            token = tokens[seat]
+            legal = (await one.grpc.legal(game_id, token)).ok()
+            moves = [m["move"] for m in legal["moves"]]
+            assert len(moves) >= 2
+            first = await one.rest.apply(game_id, token, moves[0], request_id="r1")
+            log, version = await _log_and_version(one, game_id)
+            for client in (one.grpc, one.rest):
+                for move, expected in [(moves[1], None), (moves[0], version - 1)]:
+                    refused = await client.apply(
+                        game_id, token, move, expected=expected, request_id="r1"
+                    )
+                    assert (refused.code, refused.reason) == (
+                        "INVALID_ARGUMENT",
+                        "INVALID_ARGUMENT",
+                    )
+                    assert "requestId 'r1'" in refused.data["message"]
+                    info = refused.data["details"][0]
+                    assert info["metadata"] == {"field": "requestId"}
+                again = await client.apply(game_id, token, moves[0], request_id="r1")
+                assert again.ok() == first.ok()
+            assert await _log_and_version(one, game_id) == (log, version)
+
+            # An entry as an older version remembered it: the bare answer.
+            raw = Redis.from_url(redis_url)
+            key = one.store.request_key(game_id, f"move:{seat}:r1")
+            stored = raw.get(key)
+            assert stored is not None
+            assert stored[:1] == b"\x00"
+            raw.set(key, stored[33:], keepttl=True)
+            for move in moves[:2]:  # not checked: it has no fingerprint
+                legacy = await one.grpc.apply(game_id, token, move, request_id="r1")
+                assert legacy.ok() == first.ok()
+            assert await _log_and_version(one, game_id) == (log, version)
+
+    run(go())
+
+
 def test_create_game_with_request_id_is_idempotent(redis_url: str) -> None:
     """The same CreateGameRequest and requestId: the same answer, one game, however
     often, from whichever replica, racing or not, through either transport."""
