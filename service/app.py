@@ -15,7 +15,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -445,7 +445,7 @@ class GameApp:
 
     async def watch_game(
         self, game_id: str, after_version: int | None, caller: Caller
-    ) -> AsyncIterator[tuple[pb.GameEvent, ...] | None]:
+    ) -> AsyncGenerator[tuple[pb.GameEvent, ...] | None, None]:
         """A snapshot, the events after ``after_version``, then live events until
         the game ends. Yields the events of one version at a time (the snapshot
         alone first), and ``None`` after each quiet keep-alive period.

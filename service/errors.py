@@ -110,6 +110,17 @@ def store_unavailable(detail: str) -> ServiceError:
     )
 
 
+def shutting_down() -> ServiceError:
+    """A WatchGame stream ended by its server's graceful shutdown (gRPC; SSE
+    ends with a comment instead). Ended between two versions: watching again
+    with ``afterVersion`` set to the last version seen resumes exactly."""
+    return ServiceError(
+        grpc.StatusCode.UNAVAILABLE,
+        "SERVER_SHUTTING_DOWN",
+        "this server is shutting down: watch again (afterVersion resumes exactly)",
+    )
+
+
 #: Engine error class -> (gRPC code, API reason). The engine's own finer reason
 #: travels in metadata["detail"], the rule id in metadata["rule"].
 _ENGINE: Final[list[tuple[type[engine.RailyardError], grpc.StatusCode, str]]] = [

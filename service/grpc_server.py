@@ -16,10 +16,12 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from grpc_status import rpc_status
 
+from service import errors
 from service.api import game_service_pb2 as pb
 from service.api import game_service_pb2_grpc as pb_grpc
 from service.app import Caller, GameApp
 from service.errors import DOMAIN, ServiceError
+from service.streams import until_closed
 
 log = logging.getLogger("railyard.grpc")
 T = TypeVar("T")
@@ -51,8 +53,10 @@ def _caller(context: grpc.aio.ServicerContext[object, object]) -> Caller:
 
 
 class GameServicer(pb_grpc.GameServiceServicer):
-    def __init__(self, app: GameApp) -> None:
+    def __init__(self, app: GameApp, closing: asyncio.Event | None = None) -> None:
         self.app = app
+        #: Set when a graceful shutdown begins: open watches end at once.
+        self.closing = closing if closing is not None else asyncio.Event()
 
     async def _run(
         self, context: grpc.aio.ServicerContext[object, object], call: Awaitable[T]
@@ -91,11 +95,18 @@ class GameServicer(pb_grpc.GameServiceServicer):
         after = request.after_version if request.HasField("after_version") else None
         events = self.app.watch_game(request.game_id, after, _caller(context))
         try:
-            async for version in events:
+            # Ended between versions when the server shuts down (without it,
+            # grpc would cancel the stream at the grace period's end,
+            # wherever it was).
+            async for version in until_closed(events, self.closing):
                 for event in version or ():  # None: a quiet keep-alive period (HTTP only)
                     yield event
+            if self.closing.is_set():
+                raise errors.shutting_down()
         except ServiceError as error:
             await _abort(context, error)
+        finally:
+            await events.aclose()
 
     async def GetGameLog(  # noqa: N802
         self, request: pb.GetGameLogRequest, context: grpc.aio.ServicerContext[object, object]
@@ -151,9 +162,13 @@ class StoreHealth(health_pb2_grpc.HealthServicer):  # type: ignore[misc]
 
 
 def create_grpc_server(
-    app: GameApp, host: str = "[::]", port: int = 0
+    app: GameApp, host: str = "[::]", port: int = 0, closing: asyncio.Event | None = None
 ) -> tuple[grpc.aio.Server, int]:
-    """A gRPC server (not started) for ``app``, and the port it bound (0: any free port)."""
+    """A gRPC server (not started) for ``app``, and the port it bound (0: any
+    free port). Setting ``closing`` ends every open WatchGame stream with
+    UNAVAILABLE (SERVER_SHUTTING_DOWN), between two versions: set it when a
+    graceful shutdown begins, as ``Server.stop`` would otherwise wait out its
+    grace period for them."""
     server = grpc.aio.server(
         options=[
             ("grpc.so_reuseport", 0),
@@ -161,7 +176,7 @@ def create_grpc_server(
             ("grpc.keepalive_time_ms", 30_000),
         ]
     )
-    pb_grpc.add_GameServiceServicer_to_server(GameServicer(app), server)
+    pb_grpc.add_GameServiceServicer_to_server(GameServicer(app, closing), server)
     health_pb2_grpc.add_HealthServicer_to_server(StoreHealth(app), server)
     reflection.enable_server_reflection(
         (

@@ -41,6 +41,7 @@ from service.api import game_service_pb2 as pb
 from service.app import Caller, GameApp
 from service.errors import ServiceError
 from service.settings import cors_origin_list
+from service.streams import until_closed
 
 log = logging.getLogger("railyard.http")
 
@@ -450,43 +451,6 @@ def _sse_error(body: dict[str, Any]) -> str:
     return f"event: error\ndata: {json.dumps(body, separators=(',', ':'))}\n\n"
 
 
-async def _until_closed(
-    events: AsyncIterator[Version | None], closing: asyncio.Event
-) -> AsyncIterator[Version | None]:
-    """The items of ``events`` until ``closing`` is set, which ends at once
-    even while the app waits for the next event. It ends between versions,
-    never inside one, so the client's ``Last-Event-ID`` resumes exactly."""
-    closed = asyncio.ensure_future(closing.wait())
-    step: asyncio.Future[Version | None] | None = None
-    try:
-        while not closing.is_set():
-            step = asyncio.ensure_future(_next(events))
-            await asyncio.wait({step, closed}, return_when=asyncio.FIRST_COMPLETED)
-            if not step.done():
-                return
-            done, step = step, None
-            try:
-                item = done.result()
-            except StopAsyncIteration:
-                return
-            yield item
-    finally:
-        # Closing, or the client went away: stop the app's generator before
-        # anyone calls its aclose() (it cannot close while it is running).
-        closed.cancel()
-        if step is not None:
-            step.cancel()
-            # Shielded: a cancelled anyio scope would cancel this wait too.
-            with anyio.CancelScope(shield=True):
-                await asyncio.wait({step})
-            if not step.cancelled():
-                step.exception()  # the stream is over; only retrieve it
-
-
-async def _next(events: AsyncIterator[Version | None]) -> Version | None:
-    return await anext(events)
-
-
 async def _event_stream(
     first: Version | None,
     events: AsyncIterator[Version | None],
@@ -498,7 +462,7 @@ async def _event_stream(
     with ``Last-Event-ID``."""
     try:
         yield _sse_frames(first)
-        async for item in _until_closed(events, closing):
+        async for item in until_closed(events, closing):
             yield _sse_frames(item)
         if closing.is_set():
             yield ": server shutting down; reconnect with Last-Event-ID\n\n"

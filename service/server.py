@@ -46,7 +46,10 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     where = redact_url(settings.redis_url) if settings.redis_url else "in-process memory"
     log.info("store: %s (%s)", store.name, where)
     app = GameApp(store, settings)
-    grpc_server, grpc_port = create_grpc_server(app, settings.host, settings.grpc_port)
+    watches_closing = asyncio.Event()
+    grpc_server, grpc_port = create_grpc_server(
+        app, settings.host, settings.grpc_port, watches_closing
+    )
     from service.http_server import close_streams, create_http_app
 
     http_api = create_http_app(app)
@@ -91,7 +94,10 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
         ready.set()
     await stop.wait()
     log.info("shutting down: finishing in-flight calls")
-    close_streams(http_api)  # open watchers get a last comment and reconnect elsewhere
+    # Open watchers, ended between two versions, reconnect elsewhere and resume
+    # exactly: SSE with a last comment, gRPC with UNAVAILABLE.
+    close_streams(http_api)
+    watches_closing.set()
     http_server.should_exit = True
     await asyncio.gather(grpc_server.stop(grace=5), http_task)
     app.close()

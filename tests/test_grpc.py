@@ -2,13 +2,30 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+from typing import Any
+
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from service.api import game_service_pb2 as pb
-from tests.service_helpers import bearer, expect_error, grpc_service, make_store, people, run
+from service.api import game_service_pb2_grpc as pb_grpc
+from service.app import GameApp
+from service.grpc_server import create_grpc_server
+from service.settings import Settings
+from service.store.memory import MemoryStore
+from tests.service_helpers import (
+    bearer,
+    error_info,
+    expect_error,
+    grpc_service,
+    make_store,
+    people,
+    run,
+)
 
 
 @pytest.fixture(params=["memory", "redis"])
@@ -205,5 +222,75 @@ def test_health_not_serving_when_redis_is_down(redis_server: object, redis_url: 
             redis_server.start()  # type: ignore[attr-defined]
             back = await health.Check(health_pb2.HealthCheckRequest())
             assert back.status == health_pb2.HealthCheckResponse.SERVING
+
+    run(go())
+
+
+async def read_until_failure(call: Any, into: list[pb.GameEvent]) -> None:
+    while True:
+        into.append(await call.read())
+
+
+def test_shutdown_ends_watches_at_once_and_between_versions() -> None:
+    """The closing event of a graceful shutdown: an open WatchGame ends at
+    once with UNAVAILABLE / SERVER_SHUTTING_DOWN (not after the grace period,
+    wherever it was), after whole versions only; the server then stops
+    without waiting; watching again with afterVersion resumes exactly."""
+
+    async def go() -> None:
+        store = MemoryStore()
+        app = GameApp(store, Settings(keepalive=10))
+        closing = asyncio.Event()
+        server, port = create_grpc_server(app, "127.0.0.1", 0, closing)
+        await server.start()
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = pb_grpc.GameServiceStub(channel)
+            created = await stub.CreateGame(
+                pb.CreateGameRequest(
+                    ruleset=pb.Ruleset(set_max=6, hand_size=7, rounds=1),
+                    players=[*people(2), pb.Player(bot=pb.BOT_LEVEL_RANDOM)],
+                    seed="closing",
+                )
+            )
+            game_id = created.game.game_id
+            tokens = {s.seat: s.token for s in created.seats}
+            watch = stub.WatchGame(pb.WatchGameRequest(game_id=game_id))
+            snapshot = await watch.read()
+            assert snapshot.WhichOneof("kind") == "snapshot"
+            mover = created.game.current_seat
+            legal = await stub.ListLegalMoves(
+                pb.ListLegalMovesRequest(game_id=game_id), metadata=bearer(tokens[mover])
+            )
+            applied = await stub.ApplyMove(
+                pb.ApplyMoveRequest(game_id=game_id, move=legal.moves[0].move),
+                metadata=bearer(tokens[mover]),
+            )
+            seen = [await watch.read()]  # the move's first event is on its way
+            closing.set()
+            begun = time.monotonic()
+            with pytest.raises(grpc.aio.AioRpcError) as ended:
+                await read_until_failure(watch, seen)
+            assert error_info(ended.value)[:2] == (
+                grpc.StatusCode.UNAVAILABLE,
+                "SERVER_SHUTTING_DOWN",
+            )
+            assert time.monotonic() - begun < 1
+            # Whole versions only: the last version seen was sent entirely.
+            last = seen[-1].version
+            assert [e for e in seen if e.version == last] == [
+                e for e in applied.events if e.version == last
+            ]
+            assert seen == list(applied.events[: len(seen)])
+            stopping = time.monotonic()
+            await server.stop(grace=5)
+            assert time.monotonic() - stopping < 1  # no watch held it
+
+        # Another replica over the same store: afterVersion resumes exactly.
+        async with grpc_service(store) as (stub, _, _):
+            resumed = stub.WatchGame(pb.WatchGameRequest(game_id=game_id, after_version=last))
+            assert (await resumed.read()).WhichOneof("kind") == "snapshot"
+            rest = [e for e in applied.events if e.version > last]
+            assert [await resumed.read() for _ in rest] == rest
+            resumed.cancel()
 
     run(go())

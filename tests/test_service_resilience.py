@@ -47,7 +47,7 @@ from service.settings import Settings
 from service.store import Store
 from service.store.redis import RedisStore
 from tests.redis_harness import RedisServer
-from tests.service_helpers import bearer, expect_error, people, run
+from tests.service_helpers import bearer, error_info, expect_error, people, run
 
 RAILYARD = Path(sys.executable).with_name("railyard")
 ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
@@ -673,8 +673,9 @@ def test_a_new_process_finishes_a_game_after_sigkill(tmp_path: Path, redis_url: 
 
 
 def test_sigterm_stops_the_service_with_watchers_connected(tmp_path: Path, redis_url: str) -> None:
-    """SIGTERM with a gRPC and an SSE watcher open on a game in progress: the
-    process still stops within seconds, with exit code 0."""
+    """SIGTERM with a gRPC and an SSE watcher open on a game in progress: both
+    watches end at once (retryable), and the process stops with exit code 0
+    without waiting out gRPC's grace period."""
     with serve(tmp_path, redis_url, "term", RAILYARD_KEEPALIVE="0.5") as server:
 
         async def go() -> float:
@@ -692,19 +693,25 @@ def test_sigterm_stops_the_service_with_watchers_connected(tmp_path: Path, redis
                     assert (await g.next_event()).WhichOneof("kind") == "snapshot"
                     assert "snapshot" in (await s.next_event()).json()
                     took = await asyncio.to_thread(stop_gracefully, server, 10.0)
-                    # Both streams are over (closed or failed), none hangs.
+                    # Both streams are over, none hangs: SSE with a last
+                    # comment, gRPC with a retryable UNAVAILABLE.
+                    ended = []
                     for w in (g, s):
                         while True:
                             item = await w.next(timeout=5)
                             if not (isinstance(item, Frame) and item.comment is not None):
                                 break
+                        ended.append(item)
+                    assert isinstance(ended[0], grpc.aio.AioRpcError), ended[0]
+                    assert error_info(ended[0])[:2] == (UNAVAILABLE, "SERVER_SHUTTING_DOWN")
+                    assert ended[1] is END
                 finally:
                     await g.drop()
                     await s.drop()
                 return took
 
         took = run(go())
-        assert took < 10
+        assert took < 5  # under gRPC's grace period: no watch held the stop
 
 
 # ------------------------------------------------------------------ 3. Redis dies
