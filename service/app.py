@@ -31,6 +31,7 @@ from service.errors import ServiceError
 from service.jsonwire import to_dict
 from service.settings import Settings
 from service.store import Commit, GameRecord, Store, StoredEvent, StoreUnavailableError
+from service.telemetry import Metrics
 
 log = logging.getLogger("railyard")
 
@@ -130,6 +131,11 @@ class _Loaded:
             raise err.from_engine(exc) from exc
 
 
+#: Bot levels as metric labels: "random", "greedy", "expert".
+_BOT_LEVEL_NAMES: Final[dict[int, str]] = {
+    int(level): name.removeprefix("BOT_LEVEL_").lower() for name, level in pb.BotLevel.items()
+}
+
 #: Marks a remembered ApplyMove answer that starts with its request's
 #: fingerprint (32 bytes). A serialized ApplyMoveResponse never starts with a
 #: zero byte (field number 0 does not exist), so older entries are told apart.
@@ -192,6 +198,7 @@ class GameApp:
         self.settings = settings or Settings()
         self._limiter = _RateLimiter(self.settings.rate_limit, self.settings.rate_burst)
         self.bots = BotPlayer(self.settings.bot_processes)
+        self.metrics = Metrics()
 
     def close(self) -> None:
         """Stop the bots' worker processes (the store is closed by its owner)."""
@@ -245,18 +252,24 @@ class GameApp:
         bots: Sequence[int],
         out: list[StoredEvent],
         messages: list[pb.GameEvent] | None = None,
-    ) -> None:
-        """API.md Bots: play bot seats until a person is to move or the game ends.
+    ) -> int:
+        """API.md Bots: play bot seats until a person is to move or the game ends;
+        how many moves they made.
         A game of bots only is played to its end here, by CreateGame: its
         experts search at ALL_BOTS_BUDGET so that the caller is answered in
         seconds, not minutes."""
         budget = ALL_BOTS_BUDGET if all(bots) else None
+        played = 0
         while not game.over and bots[game.current_seat]:
             seat = game.current_seat
             # The bot sees what its seat sees, nothing more (MT-VIS-1/2).
             view = engine.build_view(game, seat)
+            begun = time.perf_counter()
             move = await self.bots.choose(bots[seat], view, game.legal_moves(), budget)
+            self.metrics.bot_decision(_BOT_LEVEL_NAMES[bots[seat]], time.perf_counter() - begun)
             _append(out, game.apply(move, seat=seat), game.version, messages)
+            played += 1
+        return played
 
     @staticmethod
     def _check_request_id(request_id: str) -> None:
@@ -298,7 +311,7 @@ class GameApp:
         )
         events: list[StoredEvent] = []
         _append(events, game.opening_events, 0)
-        await self._play_bots(game, seats.bots, events)
+        bot_moves = await self._play_bots(game, seats.bots, events)
         loaded = _Loaded.__new__(_Loaded)
         loaded.record = GameRecord(game_id, game.version, b"", b"")
         loaded.seats = seats
@@ -317,6 +330,10 @@ class GameApp:
         if remembered is not None:
             return pb.CreateGameResponse.FromString(remembered)
         log.info("game %s created: %d players, %s", game_id, len(players), ruleset.preset)
+        self.metrics.games_created.inc()
+        self.metrics.bot_moves.inc(bot_moves)
+        if game.over:
+            self.metrics.games_finished.inc()
         return response
 
     async def get_game(self, game_id: str, caller: Caller) -> pb.GameView:
@@ -382,7 +399,7 @@ class GameApp:
             events: list[StoredEvent] = []
             messages: list[pb.GameEvent] = []
             _append(events, moved, game.version, messages)
-            await self._play_bots(game, loaded.seats.bots, events, messages)
+            bot_moves = await self._play_bots(game, loaded.seats.bots, events, messages)
             answer = _MoveAnswer(loaded, seat, [convert.redact(m, seat) for m in messages])
             try:
                 result = await self.store.commit(
@@ -399,9 +416,14 @@ class GameApp:
             except StoreUnavailableError as exc:
                 raise err.from_store(exc) from exc
             if result is Commit.OK:
+                self.metrics.person_moves.inc()
+                self.metrics.bot_moves.inc(bot_moves)
+                if game.over:
+                    self.metrics.games_finished.inc()
                 return answer
             if result is Commit.NOT_FOUND:
                 raise err.not_found(request.game_id)
+            self.metrics.commit_conflicts.inc()
             # Lost the race for this version: a retry of the same request may
             # have won it; otherwise refuse (expectedVersion given) or go again.
             if key is not None:
@@ -458,6 +480,18 @@ class GameApp:
         self._admit(caller)
         loaded = await self._load(game_id)
         seat = self._seat(loaded, caller, required=False)
+        events = self._watch(game_id, loaded, seat, after_version)
+        self.metrics.watches.inc()
+        try:
+            async for item in events:
+                yield item
+        finally:
+            self.metrics.watches.dec()
+            await events.aclose()
+
+    async def _watch(
+        self, game_id: str, loaded: _Loaded, seat: int | None, after_version: int | None
+    ) -> AsyncGenerator[tuple[pb.GameEvent, ...] | None, None]:
         version = loaded.record.version
         yield (pb.GameEvent(version=version, snapshot=self._view(loaded, seat)),)
         # Stream ids are <version>-<seq> with seq from 1, so (v + 1, 0) is just

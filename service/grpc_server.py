@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable
 from typing import TypeVar
 
@@ -59,41 +60,58 @@ class GameServicer(pb_grpc.GameServiceServicer):
         self.closing = closing if closing is not None else asyncio.Event()
 
     async def _run(
-        self, context: grpc.aio.ServicerContext[object, object], call: Awaitable[T]
+        self, method: str, context: grpc.aio.ServicerContext[object, object], call: Awaitable[T]
     ) -> T:
+        """``call``'s answer, or its ServiceError as the call's status; timed
+        and counted (telemetry) either way."""
+        begun = time.perf_counter()
+        code = "UNKNOWN"  # a bug: grpc answers UNKNOWN
         try:
-            return await call
+            answer = await call
+            code = "OK"
+            return answer
         except ServiceError as error:
+            code = error.code.name
             await _abort(context, error)
             raise  # abort raises; this keeps type checkers content
+        except asyncio.CancelledError:
+            code = "CANCELLED"  # the client went away
+            raise
+        finally:
+            self.app.metrics.grpc_call(method, code, time.perf_counter() - begun)
 
     async def CreateGame(  # noqa: N802 (gRPC method names)
         self, request: pb.CreateGameRequest, context: grpc.aio.ServicerContext[object, object]
     ) -> pb.CreateGameResponse:
-        return await self._run(context, self.app.create_game(request, _caller(context)))
+        return await self._run(
+            "CreateGame", context, self.app.create_game(request, _caller(context))
+        )
 
     async def GetGame(  # noqa: N802
         self, request: pb.GetGameRequest, context: grpc.aio.ServicerContext[object, object]
     ) -> pb.GameView:
-        return await self._run(context, self.app.get_game(request.game_id, _caller(context)))
+        return await self._run(
+            "GetGame", context, self.app.get_game(request.game_id, _caller(context))
+        )
 
     async def ListLegalMoves(  # noqa: N802
         self, request: pb.ListLegalMovesRequest, context: grpc.aio.ServicerContext[object, object]
     ) -> pb.ListLegalMovesResponse:
         return await self._run(
-            context, self.app.list_legal_moves(request.game_id, _caller(context))
+            "ListLegalMoves", context, self.app.list_legal_moves(request.game_id, _caller(context))
         )
 
     async def ApplyMove(  # noqa: N802
         self, request: pb.ApplyMoveRequest, context: grpc.aio.ServicerContext[object, object]
     ) -> pb.ApplyMoveResponse:
-        return await self._run(context, self.app.apply_move(request, _caller(context)))
+        return await self._run("ApplyMove", context, self.app.apply_move(request, _caller(context)))
 
     async def WatchGame(  # noqa: N802
         self, request: pb.WatchGameRequest, context: grpc.aio.ServicerContext[object, object]
     ) -> AsyncIterator[pb.GameEvent]:
         after = request.after_version if request.HasField("after_version") else None
         events = self.app.watch_game(request.game_id, after, _caller(context))
+        code = "CANCELLED"  # unless it ends otherwise: the client went away
         try:
             # Ended between versions when the server shuts down (without it,
             # grpc would cancel the stream at the grace period's end,
@@ -103,20 +121,28 @@ class GameServicer(pb_grpc.GameServiceServicer):
                     yield event
             if self.closing.is_set():
                 raise errors.shutting_down()
+            code = "OK"
         except ServiceError as error:
+            code = error.code.name
             await _abort(context, error)
         finally:
             await events.aclose()
+            self.app.metrics.grpc_call("WatchGame", code, 0.0)
 
     async def GetGameLog(  # noqa: N802
         self, request: pb.GetGameLogRequest, context: grpc.aio.ServicerContext[object, object]
     ) -> pb.GetGameLogResponse:
-        return await self._run(context, self.app.get_game_log(request.game_id, _caller(context)))
+        return await self._run(
+            "GetGameLog", context, self.app.get_game_log(request.game_id, _caller(context))
+        )
 
     async def ListRulesets(  # noqa: N802
         self, request: pb.ListRulesetsRequest, context: grpc.aio.ServicerContext[object, object]
     ) -> pb.ListRulesetsResponse:
-        return self.app.list_rulesets()
+        begun = time.perf_counter()
+        answer = self.app.list_rulesets()
+        self.app.metrics.grpc_call("ListRulesets", "OK", time.perf_counter() - begun)
+        return answer
 
 
 class StoreHealth(health_pb2_grpc.HealthServicer):  # type: ignore[misc]

@@ -19,6 +19,7 @@ import asyncio
 import json
 import logging
 import re
+import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Annotated, Any, Final, Literal, TypeVar
 
@@ -35,8 +36,9 @@ from google.rpc import error_details_pb2, status_pb2
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Message as ASGIMessage
 
-from service import errors, jsonwire, openapi
+from service import errors, jsonwire, openapi, telemetry
 from service.api import game_service_pb2 as pb
 from service.app import Caller, GameApp
 from service.errors import ServiceError
@@ -629,6 +631,25 @@ async def healthz() -> Response:
 
 
 @health.get(
+    "/metrics",
+    operation_id="Metrics",
+    summary="Prometheus metrics of this process",
+    description="Calls by method and outcome, latencies, games, moves, open watches and bot "
+    "decision times, in Prometheus' text format (service/telemetry.py). Keep it off the "
+    "public internet: scrape it from inside the deployment.",
+    openapi_extra=operation(
+        ok={
+            "description": "The metrics",
+            "content": {"text/plain": {"schema": {"type": "string"}}},
+        },
+        failures=(),
+    ),
+)
+async def metrics(game_app: GameAppDep) -> Response:
+    return Response(game_app.metrics.exposition(), media_type=telemetry.CONTENT_TYPE)
+
+
+@health.get(
     "/readyz",
     operation_id="Readyz",
     summary="Readiness: the store answers",
@@ -745,10 +766,36 @@ class RailyardAPI(FastAPI):
             await self.serve(scope, receive, send)
 
     async def serve(self, scope: Scope, receive: Receive, send: Send) -> None:
-        hot = hot_route(scope) if scope["type"] == "http" else None
-        if hot is None:
+        """The request, timed and counted by operation and status (telemetry)."""
+        if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return
+        begun = time.perf_counter()
+        status = 0  # no answer started: the client went away
+
+        async def sending(message: ASGIMessage) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        hot = hot_route(scope)
+        try:
+            if hot is None:
+                await super().__call__(scope, receive, sending)
+            else:
+                await self._serve_hot(hot, scope, receive, sending)
+        finally:
+            if hot is not None:
+                operation = hot[0]
+            else:
+                route = scope.get("route")
+                operation = getattr(route, "operation_id", None) or "unmatched"
+            self.state.game_app.metrics.http_call(operation, status, time.perf_counter() - begun)
+
+    async def _serve_hot(
+        self, hot: tuple[str, str], scope: Scope, receive: Receive, send: Send
+    ) -> None:
         try:
             response = await self._hot(hot[0], hot[1], scope, receive)
         except ClientGoneError:
