@@ -29,6 +29,7 @@ from service.api import game_service_pb2 as pb
 from service.bots import ALL_BOTS_BUDGET, BotPlayer
 from service.errors import ServiceError
 from service.jsonwire import to_dict
+from service.ratelimit import TokenBuckets
 from service.settings import Settings
 from service.store import Commit, GameRecord, Store, StoredEvent, StoreUnavailableError
 from service.telemetry import Metrics
@@ -89,28 +90,6 @@ def _seats_of(data: bytes) -> Seats:
 
 def _hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-class _RateLimiter:
-    """A token bucket per caller; in-process, so the limit is per replica."""
-
-    def __init__(self, rate: float, burst: int) -> None:
-        self._rate = rate
-        self._burst = float(burst)
-        self._buckets: dict[str, tuple[float, float]] = {}
-
-    def check(self, key: str) -> None:
-        if self._rate <= 0:
-            return
-        now = time.monotonic()
-        tokens, last = self._buckets.get(key, (self._burst, now))
-        tokens = min(self._burst, tokens + (now - last) * self._rate)
-        if tokens < 1:
-            self._buckets[key] = (tokens, now)
-            raise err.rate_limited((1 - tokens) / self._rate)
-        self._buckets[key] = (tokens - 1, now)
-        if len(self._buckets) > 100_000:  # forget idle callers
-            self._buckets = {k: v for k, v in self._buckets.items() if now - v[1] < 60}
 
 
 class _Loaded:
@@ -196,7 +175,7 @@ class GameApp:
     def __init__(self, store: Store, settings: Settings | None = None) -> None:
         self.store = store
         self.settings = settings or Settings()
-        self._limiter = _RateLimiter(self.settings.rate_limit, self.settings.rate_burst)
+        self._limiter = TokenBuckets()
         self.bots = BotPlayer(self.settings.bot_processes)
         self.metrics = Metrics()
 
@@ -206,9 +185,24 @@ class GameApp:
 
     # ------------------------------------------------------------ helpers
 
-    def _admit(self, caller: Caller) -> None:
+    async def _admit(self, caller: Caller) -> None:
+        """RESOURCE_EXHAUSTED when the caller (its token, else its address) is
+        over ``rate_limit``: in this replica, or, with ``rate_limit_scope =
+        "store"``, across every replica sharing the store."""
+        rate = self.settings.rate_limit
+        if rate <= 0:
+            return
         key = _hash_token(caller.token) if caller.token else f"peer:{caller.peer}"
-        self._limiter.check(key)
+        burst = self.settings.rate_burst
+        if self.settings.rate_limit_scope == "store":
+            try:
+                wait = await self.store.take(key, rate, burst)
+            except StoreUnavailableError:
+                return  # admitted: the call's own use of the store answers 503
+        else:
+            wait = self._limiter.take(key, rate, burst)
+        if wait > 0:
+            raise err.rate_limited(wait)
 
     async def _load(self, game_id: str) -> _Loaded:
         if len(game_id) != _GAME_ID_LEN or not set(game_id) <= _GAME_ID_CHARS:
@@ -281,7 +275,7 @@ class GameApp:
     async def create_game(
         self, request: pb.CreateGameRequest, caller: Caller
     ) -> pb.CreateGameResponse:
-        self._admit(caller)
+        await self._admit(caller)
         self._check_request_id(request.request_id)
         players = list(request.players)
         if not players:
@@ -337,18 +331,18 @@ class GameApp:
         return response
 
     async def get_game(self, game_id: str, caller: Caller) -> pb.GameView:
-        self._admit(caller)
+        await self._admit(caller)
         loaded = await self._load(game_id)
         return self._view(loaded, self._seat(loaded, caller, required=False))
 
     async def get_game_json(self, game_id: str, caller: Caller) -> dict[str, Any]:
         """:meth:`get_game` in canonical proto3 JSON, built directly."""
-        self._admit(caller)
+        await self._admit(caller)
         loaded = await self._load(game_id)
         return self._view_json(loaded, self._seat(loaded, caller, required=False))
 
     async def list_legal_moves(self, game_id: str, caller: Caller) -> pb.ListLegalMovesResponse:
-        self._admit(caller)
+        await self._admit(caller)
         loaded = await self._load(game_id)
         seat = self._seat(loaded, caller, required=True)
         game = loaded.game
@@ -369,7 +363,7 @@ class GameApp:
         return (await self._apply_move(request, caller)).json()
 
     async def _apply_move(self, request: pb.ApplyMoveRequest, caller: Caller) -> _MoveAnswer:
-        self._admit(caller)
+        await self._admit(caller)
         if not caller.token:
             raise err.unauthenticated()  # before judging the body: 401 comes first
         self._check_request_id(request.request_id)
@@ -477,7 +471,7 @@ class GameApp:
         events of one version would make a resuming client miss the rest of
         it. A transport that ends a stream (a graceful shutdown) ends it
         between versions, and writes one version's events together."""
-        self._admit(caller)
+        await self._admit(caller)
         loaded = await self._load(game_id)
         seat = self._seat(loaded, caller, required=False)
         events = self._watch(game_id, loaded, seat, after_version)
@@ -529,7 +523,7 @@ class GameApp:
             yield tuple(group)
 
     async def get_game_log(self, game_id: str, caller: Caller) -> pb.GetGameLogResponse:
-        self._admit(caller)
+        await self._admit(caller)
         loaded = await self._load(game_id)
         try:
             stored = await self.store.read_events(game_id, -1)

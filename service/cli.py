@@ -51,6 +51,7 @@ def _serve(args: argparse.Namespace) -> int:
             ("game_ttl", args.game_ttl),
             ("request_ttl", args.request_ttl),
             ("rate_limit", args.rate_limit),
+            ("rate_limit_scope", args.rate_limit_scope),
             ("bot_processes", args.bot_processes),
             ("log_level", args.log_level),
             ("cors_origins", args.cors_origins),
@@ -380,6 +381,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--game-ttl", type=float, default=None, help="seconds (RAILYARD_GAME_TTL)")
     serve.add_argument("--request-ttl", type=float, default=None, help="RAILYARD_REQUEST_TTL")
     serve.add_argument("--rate-limit", type=float, default=None, help="requests/s per caller")
+    serve.add_argument(
+        "--rate-limit-scope",
+        choices=["replica", "store"],
+        default=None,
+        help="per replica, or one limit shared through the store (RAILYARD_RATE_LIMIT_SCOPE)",
+    )
     serve.add_argument(
         "--bot-processes",
         type=int,

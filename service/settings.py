@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -23,6 +24,9 @@ class Settings(BaseSettings):
     #: Requests per second allowed per caller (token, else peer); 0 = no limit.
     rate_limit: float = Field(0, ge=0)
     rate_burst: int = Field(50, ge=1)
+    #: Where the callers' buckets live: "replica" (in each process: N replicas
+    #: allow N times the rate) or "store" (in Redis: one limit for all).
+    rate_limit_scope: Literal["replica", "store"] = "replica"
     #: Seconds between SSE keep-alive comments (API.md: at most 15).
     keepalive: float = Field(15, gt=0, le=15)
     #: Worker processes for expert bot decisions (unset: one per CPU; 0: none,

@@ -40,7 +40,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from service.api import game_service_pb2 as pb
 from service.api import game_service_pb2_grpc as pb_grpc
-from service.app import GameApp
+from service.app import Caller, GameApp
+from service.errors import ServiceError
 from service.grpc_server import create_grpc_server
 from service.http_server import create_http_app
 from service.settings import Settings
@@ -997,6 +998,58 @@ def test_rate_limited_changes_nothing(redis_url: str) -> None:
             await asyncio.sleep(1.1)  # one token back
             applied = await svc.stub.ApplyMove(request, metadata=bearer(token))
             assert applied.game.version == before + 1
+
+    run(go())
+
+
+@pytest.mark.parametrize("scope", ["replica", "store"])
+def test_rate_limit_per_replica_or_shared_through_redis(redis_url: str, scope: str) -> None:
+    """rate_limit_scope: with "replica" two replicas each give a seat its own
+    burst; with "store" the seat has one bucket in Redis, whichever replica it
+    calls, and the refusal says when a token is back."""
+
+    async def go() -> None:
+        limited = Settings(rate_limit=0.5, rate_burst=3, rate_limit_scope=scope)  # type: ignore[arg-type]
+        async with (
+            instance(RedisStore(redis_url), limited) as a,
+            instance(RedisStore(redis_url), limited) as b,
+        ):
+            created = await a.stub.CreateGame(
+                pb.CreateGameRequest(ruleset=SHORT, players=people(2), seed=f"shared-{scope}")
+            )
+            game_id = created.game.game_id
+            token = created.seats[0].token
+            get = pb.GetGameRequest(game_id=game_id)
+            allowed = 3 if scope == "store" else 6
+            for i in range(allowed):
+                await (a, b)[i % 2].stub.GetGame(get, metadata=bearer(token))
+            for replica in (a, b):
+                code, reason, meta = await expect_error(
+                    lambda r=replica: r.stub.GetGame(get, metadata=bearer(token))  # type: ignore[misc]
+                )
+                assert (code, reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED")
+                assert 1 <= int(meta["retryAfterSeconds"]) <= 3  # a token every 2 s
+            # Another caller has a bucket of its own.
+            await a.stub.GetGame(get, metadata=bearer(created.seats[1].token))
+
+    run(go())
+
+
+def test_shared_rate_limit_never_turns_an_outage_into_a_429() -> None:
+    """With the buckets in the store and the store down, a call is answered
+    UNAVAILABLE by its own use of the store, as without a limit."""
+
+    async def go() -> None:
+        store = RedisStore(f"redis://127.0.0.1:{free_port()}/0")
+        app = GameApp(store, Settings(rate_limit=1, rate_burst=1, rate_limit_scope="store"))
+        try:
+            for _ in range(3):
+                with pytest.raises(ServiceError) as refused:
+                    await app.get_game("0" * 20, Caller(token="t"))
+                assert refused.value.reason == "STORE_UNAVAILABLE"
+        finally:
+            app.close()
+            await store.close()
 
     run(go())
 

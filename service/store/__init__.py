@@ -115,6 +115,12 @@ class Store(Protocol):
         ``timeout`` seconds for the first one, returns ``[]`` on timeout."""
         ...
 
+    async def take(self, key: str, rate: float, burst: int) -> float:
+        """Take a token from the rate-limit bucket ``key`` (``burst`` tokens,
+        refilled at ``rate`` per second), shared by every process using this
+        store: 0.0, or the seconds until a token is there (nothing taken)."""
+        ...
+
     async def ping(self) -> None:
         """Raise :class:`StoreUnavailableError` unless the store answers."""
         ...

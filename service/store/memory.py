@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from service.ratelimit import TokenBuckets
 from service.store import Commit, GameRecord, StoredEvent
 
 
@@ -31,6 +32,7 @@ class MemoryStore:
         self._game_ttl = game_ttl
         self._request_ttl = request_ttl
         self._changed = asyncio.Condition()
+        self._buckets = TokenBuckets()
 
     def _live(self, game_id: str) -> _Game | None:
         game = self._games.get(game_id)
@@ -127,6 +129,9 @@ class MemoryStore:
     async def _notify(self) -> None:
         async with self._changed:
             self._changed.notify_all()
+
+    async def take(self, key: str, rate: float, burst: int) -> float:
+        return self._buckets.take(key, rate, burst)  # one process: shared already
 
     async def ping(self) -> None:
         return None

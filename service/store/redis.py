@@ -28,6 +28,7 @@ on the next call once it is back: the process never needs a restart.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -94,6 +95,25 @@ redis.call('PEXPIRE', game, ARGV[4])
 redis.call('PEXPIRE', stream, ARGV[4])
 if request then redis.call('SET', request, ARGV[6], 'PX', ARGV[5]) end
 return 'ok'
+"""
+
+
+# take: KEYS = the caller's bucket (a hash: tokens, ms); ARGV = rate per second,
+# burst. The server's clock, so that replicas with skewed clocks agree.
+# Returns the seconds to wait as a string ("0": a token was taken).
+_TAKE_LUA = """
+local now_s, now_us = unpack(redis.call('TIME'))
+local now = now_s * 1000 + math.floor(now_us / 1000)
+local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
+local held = redis.call('HMGET', KEYS[1], 'tokens', 'ms')
+local tokens = tonumber(held[1]) or burst
+local last = tonumber(held[2]) or now
+tokens = math.min(burst, tokens + math.max(0, now - last) * rate / 1000)
+local wait = 0
+if tokens < 1 then wait = (1 - tokens) / rate else tokens = tokens - 1 end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'ms', now)
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
+return tostring(wait)
 """
 
 
@@ -172,6 +192,7 @@ class RedisStore:
         )
         self._create_script = Script(self._client, _CREATE_LUA)
         self._commit_script = Script(self._client, _COMMIT_LUA)
+        self._take_script = Script(self._client, _TAKE_LUA)
 
     # -- keys -------------------------------------------------------------
 
@@ -346,6 +367,14 @@ class RedisStore:
             streams = list(reply.values())
             return _parse_entries(streams[0][0] if streams and streams[0] else [])
         return _parse_entries(reply[0][1])
+
+    async def take(self, key: str, rate: float, burst: int) -> float:
+        # The caller's key hashed again: neither a token's hash nor an address
+        # is kept in Redis as it came; its own hash tag puts it on any node.
+        bucket = hashlib.sha256(key.encode()).hexdigest()[:32]
+        async with self._guard("take a rate-limit token"):
+            reply = await self._take_script([f"{self._prefix}:rl:{{{bucket}}}"], [str(rate), burst])
+        return float(reply)
 
     async def ping(self) -> None:
         async def call() -> Any:
