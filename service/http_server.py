@@ -106,13 +106,38 @@ def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return found
 
 
+#: The largest request body read, as gRPC's max_receive_message_length: a
+#: real one is under a kilobyte, and an unbounded read would let one client
+#: fill the replica's memory.
+MAX_BODY: Final = 1 << 20
+
+
+def _too_large() -> ServiceError:
+    return errors.invalid(f"the body is larger than {MAX_BODY} bytes", field="body")
+
+
+def _check_length(header: str | None) -> None:
+    """Refuse at once a body whose declared Content-Length is over the limit."""
+    if header is not None and header.strip().isdigit() and int(header) > MAX_BODY:
+        raise _too_large()
+
+
 async def parse_body(
     request: Request, message: M, fast: Callable[[dict[str, Any], M], bool] | None = None
 ) -> M:
     """``message`` filled from the JSON body; an empty body is an empty message.
-    Bad JSON, unknown fields and wrong types are INVALID_ARGUMENT. ``fast``
-    may fill the message from the decoded body first (False: it did not)."""
-    return parse_raw_body(await request.body(), message, fast)
+    Bad JSON, unknown fields and wrong types are INVALID_ARGUMENT, and so is a
+    body over :data:`MAX_BODY` (read no further). ``fast`` may fill the
+    message from the decoded body first (False: it did not)."""
+    _check_length(request.headers.get("content-length"))
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise _too_large()
+        chunks.append(chunk)
+    return parse_raw_body(b"".join(chunks), message, fast)
 
 
 def parse_raw_body(
@@ -708,14 +733,20 @@ class ClientGoneError(Exception):
     """The client disconnected before its request body arrived."""
 
 
-async def read_body(receive: Receive) -> bytes:
-    """The whole request body of a raw ASGI request."""
+async def read_body(scope: Scope, receive: Receive) -> bytes:
+    """The whole request body of a raw ASGI request (up to :data:`MAX_BODY`)."""
+    _check_length(scope_header(scope, b"content-length"))
     chunks = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             raise ClientGoneError
-        chunks.append(message.get("body", b""))
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise _too_large()
+        chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
 
@@ -814,7 +845,9 @@ class RailyardAPI(FastAPI):
         caller = caller_of(scope_header(scope, b"authorization"), client[0] if client else "")
         if call == "GetGame":
             return json_response(await game_app.get_game_json(game_id, caller))
-        message = parse_raw_body(await read_body(receive), pb.ApplyMoveRequest(), fast_apply_move)
+        message = parse_raw_body(
+            await read_body(scope, receive), pb.ApplyMoveRequest(), fast_apply_move
+        )
         if message.game_id and message.game_id != game_id:
             raise errors.invalid("gameId belongs in the path, not in the body", field="gameId")
         message.game_id = game_id

@@ -27,7 +27,7 @@ from google.protobuf import json_format
 
 from service.api import game_service_pb2 as pb
 from service.app import GameApp
-from service.http_server import _event_stream, close_streams, create_http_app
+from service.http_server import MAX_BODY, _event_stream, close_streams, create_http_app
 from service.settings import Settings
 from service.store import StoreUnavailableError
 from service.store.memory import MemoryStore
@@ -1400,3 +1400,51 @@ def test_cors_any_origin_and_none_by_default() -> None:
 def test_cors_origins_must_be_origins(bad: str) -> None:
     with pytest.raises(ValueError, match="is not an origin"):
         Settings(cors_origins=f"{PAGE},{bad}")
+
+
+# ------------------------------------------------------------------ body size
+
+
+def test_bodies_over_a_mebibyte_are_refused_unread() -> None:
+    """A request body over MAX_BODY (1 MiB, as gRPC's limit) is
+    INVALID_ARGUMENT naming the body, declared or streamed, on the hot route
+    and the routed ones, and changes nothing; one just under it is parsed."""
+
+    async def scenario() -> None:
+        async with http_client(GameApp(MemoryStore())) as client:
+            game = await create(client)
+            before = await version_now(client, game)
+            seat = (await view(client, game)).get("currentSeat", 0)
+            padding = " " * MAX_BODY
+            big = '{"move": {"draw": {}}}' + padding
+
+            async def chunks() -> AsyncIterator[bytes]:  # no Content-Length
+                for _ in range(4):
+                    yield padding[: MAX_BODY // 2].encode()
+
+            answers = [
+                await client.post(
+                    f"{game.url}/moves", content=big, headers=bearer(game.tokens[seat])
+                ),
+                await client.post(
+                    f"{game.url}/moves", content=chunks(), headers=bearer(game.tokens[seat])
+                ),
+                await client.post("/v1/games", content='{"players": [{}, {}]}' + padding),
+                await client.post("/v1/games", content=chunks()),
+            ]
+            for answer in answers:
+                assert answer.status_code == 400, answer.text
+                body = answer.json()
+                assert body["details"][0]["reason"] == "INVALID_ARGUMENT"
+                assert body["details"][0]["metadata"] == {"field": "body"}
+                assert f"larger than {MAX_BODY} bytes" in body["message"]
+            assert await version_now(client, game) == before
+            # Just under the limit: read and judged on its content.
+            fits = '{"move": {"draw": {}}}' + " " * (MAX_BODY - 100)
+            judged = await client.post(
+                f"{game.url}/moves", content=fits, headers=bearer(game.tokens[seat])
+            )
+            assert judged.status_code in (200, 400)
+            assert "larger than" not in judged.text
+
+    run(scenario())
