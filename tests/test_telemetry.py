@@ -83,8 +83,11 @@ def test_metrics_count_calls_games_moves_and_watches() -> None:
             await watch.read()  # the snapshot: the stream is open
             during = samples((await http.get("/metrics")).text)
             watch.cancel()
-            await asyncio.sleep(0.2)
-            page = await http.get("/metrics")
+            for _ in range(100):  # the server sees the cancel a moment later
+                page = await http.get("/metrics")
+                if value(samples(page.text), "railyard_watch_streams") == 0:
+                    break
+                await asyncio.sleep(0.05)
         await server.stop(None)
 
         assert page.headers["content-type"].startswith("text/plain")
@@ -97,7 +100,7 @@ def test_metrics_count_calls_games_moves_and_watches() -> None:
         assert value(found, http_calls, operation="ApplyMove", status="200") == 1
         assert value(found, http_calls, operation="ApplyMove", status="400") == 1
         assert value(found, http_calls, operation="unmatched", status="404") == 1
-        assert value(found, http_calls, operation="Metrics", status="200") == 1  # the first read
+        assert value(found, http_calls, operation="Metrics", status="200") >= 1  # earlier reads
         apply_time = "railyard_http_request_duration_seconds_count"
         assert value(found, apply_time, operation="ApplyMove") == 2
         grpc_calls = "railyard_grpc_requests_total"
