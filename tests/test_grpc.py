@@ -274,7 +274,7 @@ def test_shutdown_ends_watches_at_once_and_between_versions() -> None:
                 grpc.StatusCode.UNAVAILABLE,
                 "SERVER_SHUTTING_DOWN",
             )
-            assert time.monotonic() - begun < 1
+            assert time.monotonic() - begun < 3  # at once, not at the grace period
             # Whole versions only: the last version seen was sent entirely.
             last = seen[-1].version
             assert [e for e in seen if e.version == last] == [
@@ -283,7 +283,7 @@ def test_shutdown_ends_watches_at_once_and_between_versions() -> None:
             assert seen == list(applied.events[: len(seen)])
             stopping = time.monotonic()
             await server.stop(grace=5)
-            assert time.monotonic() - stopping < 1  # no watch held it
+            assert time.monotonic() - stopping < 3  # no watch held it (grace: 5 s)
 
         # Another replica over the same store: afterVersion resumes exactly.
         async with grpc_service(store) as (stub, _, _):
