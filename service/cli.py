@@ -54,6 +54,7 @@ def _serve(args: argparse.Namespace) -> int:
             ("rate_limit_scope", args.rate_limit_scope),
             ("bot_processes", args.bot_processes),
             ("log_level", args.log_level),
+            ("log_format", args.log_format),
             ("cors_origins", args.cors_origins),
         )
         if value is not None
@@ -63,11 +64,10 @@ def _serve(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         print(f"railyard serve: bad setting: {exc}", file=sys.stderr)
         return 2
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
     from service.server import serve
+    from service.telemetry import configure_logging
+
+    configure_logging(settings.log_level, settings.log_format)
 
     try:
         asyncio.run(serve(settings))
@@ -394,6 +394,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="worker processes for expert bots (RAILYARD_BOT_PROCESSES; default one per CPU)",
     )
     serve.add_argument("--log-level", default=None, help="RAILYARD_LOG_LEVEL, info")
+    serve.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default=None,
+        help="text lines, or one JSON object per line (RAILYARD_LOG_FORMAT, text)",
+    )
     serve.add_argument(
         "--cors-origins",
         default=None,

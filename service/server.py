@@ -58,6 +58,8 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
         host=settings.host,
         port=settings.http_port,
         log_level=settings.log_level.lower(),
+        # JSON logs: uvicorn's loggers reach the process's one handler.
+        log_config=None if settings.log_format == "json" else uvicorn.config.LOGGING_CONFIG,
         access_log=False,
         lifespan="off",
         # Watch streams only end with their game: without a bound, one open

@@ -33,6 +33,8 @@ class Settings(BaseSettings):
     #: every bot decides on the event loop).
     bot_processes: int | None = Field(None, ge=0)
     log_level: str = "info"
+    #: "text" for people, "json" (one object per line) for log pipelines.
+    log_format: Literal["text", "json"] = "text"
     #: Web origins whose pages may call the HTTP API from a browser (CORS):
     #: comma-separated (``https://play.example.com,http://localhost:5173``),
     #: ``*`` for any; empty: none, the browser's same-origin rule applies.

@@ -14,6 +14,9 @@ resolution.
 
 from __future__ import annotations
 
+import json
+import logging
+from datetime import UTC, datetime
 from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -133,3 +136,32 @@ class Metrics:
     def exposition(self) -> bytes:
         """Every metric, in Prometheus' text format."""
         return generate_latest(self.registry)
+
+
+class JsonLogFormatter(logging.Formatter):
+    """One JSON object per line (``--log-format json``), for log pipelines:
+    ``time`` (UTC, ISO 8601), ``level``, ``logger``, ``message``, and
+    ``error`` with the traceback when there is one."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["error"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def configure_logging(level: str, form: str) -> None:
+    """The process's log lines: ``text`` for people, ``json`` for machines.
+    uvicorn's loggers go through the same handler (server.py hands it no
+    logging config of its own in json form)."""
+    handler = logging.StreamHandler()
+    if form == "json":
+        handler.setFormatter(JsonLogFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)

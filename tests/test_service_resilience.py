@@ -715,6 +715,27 @@ def test_sigterm_stops_the_service_with_watchers_connected(tmp_path: Path, redis
         assert took < 5  # under gRPC's grace period: no watch held the stop
 
 
+def test_json_logs_one_object_per_line(tmp_path: Path, redis_url: str) -> None:
+    """RAILYARD_LOG_FORMAT=json: every line the process writes, uvicorn's
+    included, is one JSON object with time, level, logger and message."""
+    with serve(tmp_path, redis_url, "json-logs", RAILYARD_LOG_FORMAT="json") as server:
+        body = {"players": [{}, {}], "ruleset": SHORT_JSON}
+        created = httpx.post(f"{server.base_url}/v1/games", json=body, timeout=10)
+        assert created.status_code == 200
+        game_id = created.json()["game"]["gameId"]
+        stop_gracefully(server)
+    lines = [line for line in server.log().splitlines() if line.strip()]
+    entries = [json.loads(line) for line in lines]  # fails on any non-JSON line
+    for entry in entries:
+        assert set(entry) >= {"time", "level", "logger", "message"}, entry
+        assert entry["time"].endswith("+00:00")
+    messages = [(e["logger"], e["message"]) for e in entries]
+    assert any(m.startswith("store: redis") for _, m in messages), messages
+    assert any(m.startswith(f"game {game_id} created") for _, m in messages), messages
+    assert any(logger.startswith("uvicorn") for logger, _ in messages), messages
+    assert messages[-1] == ("railyard", "stopped")
+
+
 # ------------------------------------------------------------------ 3. Redis dies
 
 
