@@ -35,25 +35,54 @@ export async function collect(iterable) {
 }
 
 /**
+ * A TCP proxy to `target`: for each connection, `relay(downstream, up, cut, n)`
+ * wires the two sockets (n counts connections from 0); either socket failing
+ * or closing cuts both. Returns its url and close().
+ */
+async function tcpProxy(target, relay) {
+  const upstream = new URL(target);
+  let connections = 0;
+  const sockets = new Set();
+  const server = net.createServer((downstream) => {
+    const up = net.connect(Number(upstream.port), upstream.hostname);
+    sockets.add(downstream).add(up);
+    const cut = () => {
+      downstream.destroy();
+      up.destroy();
+    };
+    relay(downstream, up, cut, connections++);
+    for (const s of [downstream, up]) {
+      s.on("error", cut);
+      s.on("close", () => {
+        sockets.delete(s);
+        cut();
+      });
+    }
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    close: () =>
+      new Promise((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(resolve);
+      }),
+  };
+}
+
+/**
  * A TCP proxy in front of the service that cuts each connection after it has
  * forwarded a given number of SSE frames (counted by their blank line) plus a
  * few bytes of the next one, the way a flaky network or a restarting load
  * balancer would. Connection n may pass framesFor(n) frames.
  */
 export async function cuttingProxy(target, framesFor) {
-  const upstream = new URL(target);
   let connections = 0;
-  const sockets = new Set();
-  const server = net.createServer((downstream) => {
-    const budget = framesFor(connections++);
-    const up = net.connect(Number(upstream.port), upstream.hostname);
-    sockets.add(downstream).add(up);
+  const proxy = await tcpProxy(target, (downstream, up, cut, n) => {
+    connections = n + 1;
+    const budget = framesFor(n);
     let seen = 0;
     let tail = ""; // the last byte forwarded, so a "\n\n" split across reads still counts
-    const cut = () => {
-      downstream.destroy();
-      up.destroy();
-    };
     downstream.on("data", (d) => up.write(d));
     up.on("data", (data) => {
       const text = data.toString("latin1");
@@ -74,25 +103,12 @@ export async function cuttingProxy(target, framesFor) {
       // The frames allowed and half a dozen bytes of the next: a torn frame.
       downstream.write(data.subarray(0, Math.min(data.length, at + 6)), cut);
     });
-    for (const s of [downstream, up]) {
-      s.on("error", cut);
-      s.on("close", () => {
-        sockets.delete(s);
-        cut();
-      });
-    }
   });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
-    url: `http://127.0.0.1:${server.address().port}`,
+    ...proxy,
     get connections() {
       return connections;
     },
-    close: () =>
-      new Promise((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(resolve);
-      }),
   };
 }
 
@@ -103,47 +119,26 @@ export async function cuttingProxy(target, framesFor) {
  * the case requestId exists for.
  */
 export async function answerDroppingProxy(target, drops) {
-  const upstream = new URL(target);
-  const sockets = new Set();
-  const state = { dropped: 0 };
-  const server = net.createServer((downstream) => {
-    const up = net.connect(Number(upstream.port), upstream.hostname);
-    sockets.add(downstream).add(up);
+  let dropped = 0;
+  const proxy = await tcpProxy(target, (downstream, up, cut) => {
     let dropNext = false;
-    const cut = () => {
-      downstream.destroy();
-      up.destroy();
-    };
     downstream.on("data", (data) => {
-      if (state.dropped < drops && /^POST \/v1\/games\/[^/ ]+\/moves /.test(data.toString("latin1"))) dropNext = true;
+      if (dropped < drops && /^POST \/v1\/games\/[^/ ]+\/moves /.test(data.toString("latin1"))) dropNext = true;
       up.write(data);
     });
     up.on("data", (data) => {
       if (dropNext) {
-        state.dropped++;
+        dropped++;
         cut();
         return;
       }
       downstream.write(data);
     });
-    for (const s of [downstream, up]) {
-      s.on("error", cut);
-      s.on("close", () => {
-        sockets.delete(s);
-        cut();
-      });
-    }
   });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
-    url: `http://127.0.0.1:${server.address().port}`,
+    ...proxy,
     get dropped() {
-      return state.dropped;
+      return dropped;
     },
-    close: () =>
-      new Promise((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(resolve);
-      }),
   };
 }
