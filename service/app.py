@@ -14,7 +14,6 @@ import hmac
 import json
 import logging
 import secrets
-import time
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -26,8 +25,9 @@ import engine
 from service import convert
 from service import errors as err
 from service.api import game_service_pb2 as pb
-from service.bots import ALL_BOTS_BUDGET, BotPlayer
+from service.bots import ALL_BOTS_BUDGET, BotPlayer, BotWorkExceededError
 from service.errors import ServiceError
+from service.identity import TrustedProxies, rate_key
 from service.jsonwire import to_dict
 from service.ratelimit import TokenBuckets
 from service.settings import Settings
@@ -47,10 +47,11 @@ _COMMIT_ATTEMPTS: Final = 8
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """Who is calling: the bearer token (if any) and the peer, for rate limits."""
+    """Who is calling: the bearer token (if any), and the client's address
+    (through trusted proxies only: service.identity), for rate limits."""
 
     token: str | None = None
-    peer: str = ""
+    address: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,11 +110,6 @@ class _Loaded:
             log.error("game %s: stored state unreadable: %s", record.game_id, exc)
             raise err.from_engine(exc) from exc
 
-
-#: Bot levels as metric labels: "random", "greedy", "expert".
-_BOT_LEVEL_NAMES: Final[dict[int, str]] = {
-    int(level): name.removeprefix("BOT_LEVEL_").lower() for name, level in pb.BotLevel.items()
-}
 
 #: Marks a remembered ApplyMove answer that starts with its request's
 #: fingerprint (32 bytes). A serialized ApplyMoveResponse never starts with a
@@ -176,7 +172,9 @@ class GameApp:
         self.store = store
         self.settings = settings or Settings()
         self._limiter = TokenBuckets()
-        self.bots = BotPlayer(self.settings.bot_processes)
+        #: Whose forwarding headers name the client (service.identity).
+        self.proxies = TrustedProxies.parse(self.settings.trusted_proxies)
+        self.bots = BotPlayer(self.settings.bot_processes, self.settings.bot_cpu_limit)
         self.metrics = Metrics()
 
     def close(self) -> None:
@@ -185,14 +183,13 @@ class GameApp:
 
     # ------------------------------------------------------------ helpers
 
-    async def _admit(self, caller: Caller) -> None:
-        """RESOURCE_EXHAUSTED when the caller (its token, else its address) is
-        over ``rate_limit``: in this replica, or, with ``rate_limit_scope =
-        "store"``, across every replica sharing the store."""
+    async def _admit(self, key: str) -> None:
+        """RESOURCE_EXHAUSTED when the bucket ``key`` is over ``rate_limit``:
+        in this replica, or, with ``rate_limit_scope = "store"``, across every
+        replica sharing the store."""
         rate = self.settings.rate_limit
         if rate <= 0:
             return
-        key = _hash_token(caller.token) if caller.token else f"peer:{caller.peer}"
         burst = self.settings.rate_burst
         if self.settings.rate_limit_scope == "store":
             try:
@@ -203,6 +200,33 @@ class GameApp:
             wait = self._limiter.take(key, rate, burst)
         if wait > 0:
             raise err.rate_limited(wait)
+
+    async def _admit_address(self, caller: Caller) -> None:
+        """Charge a call that names no verified seat to the caller's address:
+        an invented token costs nothing, an address does."""
+        await self._admit(rate_key(caller.address))
+
+    async def _seated(
+        self, game_id: str, caller: Caller, required: bool
+    ) -> tuple[_Loaded, int | None]:
+        """The game and the caller's seat (None: a spectator), the call
+        charged to that seat once its token is verified, else to the caller's
+        address: a spectator, a call with no token where one is required
+        (UNAUTHENTICATED), an unknown game, a token of no seat."""
+        if not caller.token:
+            await self._admit_address(caller)
+            if required:
+                raise err.unauthenticated()
+            return await self._load(game_id), None
+        try:
+            loaded = await self._load(game_id)
+            seat = self._seat(loaded, caller, required)
+        except ServiceError as exc:
+            if exc.reason in ("GAME_NOT_FOUND", "BAD_SEAT_TOKEN"):
+                await self._admit_address(caller)  # a 429 instead, once it runs dry
+            raise
+        await self._admit(f"seat:{game_id}:{seat}")
+        return loaded, seat
 
     async def _load(self, game_id: str) -> _Loaded:
         if len(game_id) != _GAME_ID_LEN or not set(game_id) <= _GAME_ID_CHARS:
@@ -246,24 +270,33 @@ class GameApp:
         bots: Sequence[int],
         out: list[StoredEvent],
         messages: list[pb.GameEvent] | None = None,
-    ) -> int:
-        """API.md Bots: play bot seats until a person is to move or the game ends;
-        how many moves they made.
+    ) -> tuple[engine.MexicanTrain, int]:
+        """API.md Bots: play bot seats until a person is to move or the game
+        ends, off the event loop but for a short slice (service.bots); the
+        game after them and how many moves they made.
         A game of bots only is played to its end here, by CreateGame: its
         experts search at ALL_BOTS_BUDGET so that the caller is answered in
-        seconds, not minutes."""
+        seconds, not minutes. Bot play past ``bot_cpu_limit`` seconds of CPU
+        refuses the request (INVALID_ARGUMENT): nothing is stored."""
         budget = ALL_BOTS_BUDGET if all(bots) else None
-        played = 0
-        while not game.over and bots[game.current_seat]:
-            seat = game.current_seat
-            # The bot sees what its seat sees, nothing more (MT-VIS-1/2).
-            view = engine.build_view(game, seat)
-            begun = time.perf_counter()
-            move = await self.bots.choose(bots[seat], view, game.legal_moves(), budget)
-            self.metrics.bot_decision(_BOT_LEVEL_NAMES[bots[seat]], time.perf_counter() - begun)
-            _append(out, game.apply(move, seat=seat), game.version, messages)
-            played += 1
-        return played
+        try:
+            game, turns = await self.bots.play(game, bots, budget)
+        except BotWorkExceededError as exc:
+            raise err.invalid(
+                f"the bot seats' turns of this request take more than {exc.limit:g} s of CPU "
+                f"(stopped after {exc.moves} moves; the operator's bot_cpu_limit): "
+                "nothing was played. Give fewer bot seats, rounds or tiles",
+                field="players",
+                limit=f"{exc.limit:g}",
+            ) from exc
+        for level, seconds in turns.decisions:
+            self.metrics.bot_decision(level, seconds)
+        for move in turns.moves:
+            seq = _next_seq(out, move.version)
+            out += [StoredEvent(move.version, seq + i, p) for i, p in enumerate(move.payloads, 1)]
+            if messages is not None:
+                messages += move.events()
+        return game, len(turns.moves)
 
     @staticmethod
     def _check_request_id(request_id: str) -> None:
@@ -275,7 +308,7 @@ class GameApp:
     async def create_game(
         self, request: pb.CreateGameRequest, caller: Caller
     ) -> pb.CreateGameResponse:
-        await self._admit(caller)
+        await self._admit_address(caller)  # a new game has no seat yet: its creator's address
         self._check_request_id(request.request_id)
         players = list(request.players)
         if not players:
@@ -305,7 +338,7 @@ class GameApp:
         )
         events: list[StoredEvent] = []
         _append(events, game.opening_events, 0)
-        bot_moves = await self._play_bots(game, seats.bots, events)
+        game, bot_moves = await self._play_bots(game, seats.bots, events)
         loaded = _Loaded.__new__(_Loaded)
         loaded.record = GameRecord(game_id, game.version, b"", b"")
         loaded.seats = seats
@@ -331,20 +364,16 @@ class GameApp:
         return response
 
     async def get_game(self, game_id: str, caller: Caller) -> pb.GameView:
-        await self._admit(caller)
-        loaded = await self._load(game_id)
-        return self._view(loaded, self._seat(loaded, caller, required=False))
+        loaded, seat = await self._seated(game_id, caller, required=False)
+        return self._view(loaded, seat)
 
     async def get_game_json(self, game_id: str, caller: Caller) -> dict[str, Any]:
         """:meth:`get_game` in canonical proto3 JSON, built directly."""
-        await self._admit(caller)
-        loaded = await self._load(game_id)
-        return self._view_json(loaded, self._seat(loaded, caller, required=False))
+        loaded, seat = await self._seated(game_id, caller, required=False)
+        return self._view_json(loaded, seat)
 
     async def list_legal_moves(self, game_id: str, caller: Caller) -> pb.ListLegalMovesResponse:
-        await self._admit(caller)
-        loaded = await self._load(game_id)
-        seat = self._seat(loaded, caller, required=True)
+        loaded, seat = await self._seated(game_id, caller, required=True)
         game = loaded.game
         response = pb.ListLegalMovesResponse(version=game.version)
         if not game.over and game.current_seat == seat:
@@ -363,8 +392,8 @@ class GameApp:
         return (await self._apply_move(request, caller)).json()
 
     async def _apply_move(self, request: pb.ApplyMoveRequest, caller: Caller) -> _MoveAnswer:
-        await self._admit(caller)
         if not caller.token:
+            await self._admit_address(caller)
             raise err.unauthenticated()  # before judging the body: 401 comes first
         self._check_request_id(request.request_id)
         if not request.HasField("move"):
@@ -373,9 +402,12 @@ class GameApp:
         expected = request.expected_version if request.HasField("expected_version") else None
         key: str | None = None
         fingerprint = _fingerprint(request) if request.request_id else b""
-        for _ in range(_COMMIT_ATTEMPTS):
-            loaded = await self._load(request.game_id)
-            seat = self._seat(loaded, caller, required=True)
+        for attempt in range(_COMMIT_ATTEMPTS):
+            if attempt == 0:  # charged to the seat once, not per commit attempt
+                loaded, seat = await self._seated(request.game_id, caller, required=True)
+            else:
+                loaded = await self._load(request.game_id)
+                seat = self._seat(loaded, caller, required=True)
             assert seat is not None
             if request.request_id:
                 key = f"move:{seat}:{request.request_id}"
@@ -393,7 +425,8 @@ class GameApp:
             events: list[StoredEvent] = []
             messages: list[pb.GameEvent] = []
             _append(events, moved, game.version, messages)
-            bot_moves = await self._play_bots(game, loaded.seats.bots, events, messages)
+            game, bot_moves = await self._play_bots(game, loaded.seats.bots, events, messages)
+            loaded.game = game  # (the state a bot worker sent back, if one played)
             answer = _MoveAnswer(loaded, seat, [convert.redact(m, seat) for m in messages])
             try:
                 result = await self.store.commit(
@@ -471,9 +504,7 @@ class GameApp:
         events of one version would make a resuming client miss the rest of
         it. A transport that ends a stream (a graceful shutdown) ends it
         between versions, and writes one version's events together."""
-        await self._admit(caller)
-        loaded = await self._load(game_id)
-        seat = self._seat(loaded, caller, required=False)
+        loaded, seat = await self._seated(game_id, caller, required=False)
         events = self._watch(game_id, loaded, seat, after_version)
         self.metrics.watches.inc()
         try:
@@ -523,7 +554,7 @@ class GameApp:
             yield tuple(group)
 
     async def get_game_log(self, game_id: str, caller: Caller) -> pb.GetGameLogResponse:
-        await self._admit(caller)
+        await self._admit_address(caller)  # the public log: no seat is involved
         loaded = await self._load(game_id)
         try:
             stored = await self.store.read_events(game_id, -1)
@@ -558,6 +589,16 @@ def _state_bytes(game: engine.MexicanTrain) -> bytes:
     return orjson.dumps(game.to_dict())
 
 
+def _next_seq(out: Sequence[StoredEvent], version: int) -> int:
+    """How many events of ``version`` ``out`` ends with (versions only grow
+    along it): the next one is numbered one more (events of a version
+    count from 1)."""
+    seq = 0
+    while seq < len(out) and out[-1 - seq].version == version:
+        seq += 1
+    return seq
+
+
 def _append(
     out: list[StoredEvent],
     events: Sequence[engine.Event],
@@ -566,7 +607,7 @@ def _append(
 ) -> None:
     """Number the events of one version from 1 (after any already there);
     ``messages`` also receives each event's (unfiltered) message."""
-    seq = sum(1 for e in out if e.version == version)
+    seq = _next_seq(out, version)
     for event in events:
         seq += 1
         message = convert.event_to_proto(event, version)

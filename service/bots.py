@@ -2,14 +2,28 @@
 
 A bot is handed what its seat may see, the seat's view and legal moves
 (engine.bots), with the public key of the decision (``engine.bot_key``), so a
-game with bots replays exactly whichever replica plays it.
+game with bots replays exactly whichever replica plays it, and wherever in
+that replica it is played.
 
-``random`` and ``greedy`` decide in microseconds and run inline. The expert
-searches for tens of milliseconds: on the event loop that would stall every
-other call of the process, so its decisions run in a pool of worker
-processes. The pool starts on first use, from the ``forkserver`` context (a
-fork of a process running gRPC's threads is not safe), and is rebuilt if a
-worker dies.
+No request may hold the event loop with bot play: one CreateGame of two
+greedy bots on a double-18 set with 94-tile hands plays 3,500 moves (2.3 s of
+CPU); on the loop it stalled every other call of the process. So a request's
+bot turns are played
+
+* on the loop only while they are cheap: until :data:`INLINE_SLICE` seconds
+  have gone by or an expert is to move (a person's move against three greedy
+  bots takes a tenth of a millisecond of bot play, less than a trip to
+  another process);
+* then, all the rest at once, in a pool of worker processes, run at a lower
+  CPU priority than the process serving requests (the pool starts on first
+  use, from the ``forkserver`` context, since a fork of a process running
+  gRPC's threads is not safe, and is rebuilt if a worker dies);
+
+and all of it is bounded: a request whose bot turns take more than
+``cpu_limit`` seconds of CPU is refused (:class:`BotWorkExceededError`), and
+nothing it played is kept. The bound is CPU time, not moves: the greedy bot's
+moves above cost 0.67 ms each, a 14-seat ``by_set`` game's 0.1 ms, so a
+move count that allows the one game would allow seven times its work.
 """
 
 from __future__ import annotations
@@ -19,13 +33,18 @@ import functools
 import logging
 import multiprocessing
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
 from typing import Final
+
+import orjson
 
 import engine
 from engine.bots import bot_key, choose
+from service import convert
 from service.api import game_service_pb2 as pb
 
 log = logging.getLogger("railyard.bots")
@@ -42,44 +61,163 @@ LEVELS: Final[dict[int, str]] = {
 #: caller would wait most of a minute. A twenty-fifth of it keeps the search
 #: (and its determinism: the budget follows from the seats) at ~1 ms.
 ALL_BOTS_BUDGET: Final = 100
-#: The levels worth a trip to another process.
+#: The levels that never decide on the event loop.
 _SLOW: Final = frozenset({"expert"})
+#: Seconds of bot play a request may do on the event loop before the rest
+#: goes to a worker process.
+INLINE_SLICE: Final = 0.002
+#: How much lower the workers' CPU priority is (nice), so that the process
+#: answering requests gets a core first when both want one.
+_WORKER_NICENESS: Final = 10
+
+
+class BotWorkExceededError(Exception):
+    """A request's bot turns took more than ``limit`` seconds of CPU."""
+
+    def __init__(self, limit: float, moves: int) -> None:
+        super().__init__(limit, moves)  # (args: what pickling rebuilds it from)
+        self.limit = limit
+        self.moves = moves
+
+
+@dataclass(slots=True)
+class BotMove:
+    """One bot move: the game's version after it and the events it caused,
+    serialized (as they are stored); as messages only when asked for, since
+    a game of bots only, played in a worker, comes back as thousands of
+    them and CreateGame needs none."""
+
+    version: int
+    payloads: list[bytes]
+    _events: list[pb.GameEvent] | None = None
+
+    def events(self) -> list[pb.GameEvent]:
+        if self._events is None:
+            self._events = [pb.GameEvent.FromString(p) for p in self.payloads]
+        return self._events
+
+
+@dataclass(slots=True)
+class BotTurns:
+    """What the bot seats played in one request, in order."""
+
+    moves: list[BotMove] = field(default_factory=list)
+    #: Per decision: the level and the seconds it took (telemetry).
+    decisions: list[tuple[str, float]] = field(default_factory=list)
+    #: Seconds of CPU spent on bot play so far.
+    cpu: float = 0.0
+
+
+def play_turns(
+    game: engine.MexicanTrain,
+    bots: Sequence[int],
+    budget: int | None,
+    cpu_limit: float,
+    turns: BotTurns,
+    stop: Callable[[str], bool] | None = None,
+) -> None:
+    """Play ``game``'s bot seats (API.md Bots: until a person is to move or
+    the game is over) into ``turns``; ``stop(level)`` may hand the rest
+    back (True: not this move, nor any after it). Raises
+    :class:`BotWorkExceededError` past ``cpu_limit`` seconds in all."""
+    while not game.over and bots[game.current_seat]:
+        seat = game.current_seat
+        level = LEVELS[bots[seat]]
+        if stop is not None and stop(level):
+            return
+        began_cpu = time.thread_time()
+        began = time.perf_counter()
+        # The bot sees what its seat sees, nothing more (MT-VIS-1/2).
+        view = engine.build_view(game, seat)
+        move = choose(level, view, game.legal_moves(), bot_key(view), budget=budget)
+        turns.decisions.append((level, time.perf_counter() - began))
+        played = game.apply(move, seat=seat)
+        version = game.version
+        events = [convert.event_to_proto(e, version) for e in played]
+        turns.moves.append(BotMove(version, [e.SerializeToString() for e in events], events))
+        turns.cpu += time.thread_time() - began_cpu
+        if turns.cpu > cpu_limit:
+            raise BotWorkExceededError(cpu_limit, len(turns.moves))
+
+
+#: What a worker sends back: the state (the engine's JSON), per move its
+#: version and serialized events, the decisions, and the CPU spent in all.
+_WorkerResult = tuple[bytes, list[tuple[int, list[bytes]]], list[tuple[str, float]], float]
+
+
+def _play_elsewhere(
+    state: bytes, bots: tuple[int, ...], budget: int | None, cpu_limit: float, cpu_spent: float
+) -> _WorkerResult:
+    """:func:`play_turns` in a worker: from and to bytes, for the pipe."""
+    game = engine.load_dict(orjson.loads(state))
+    turns = BotTurns(cpu=cpu_spent)
+    play_turns(game, bots, budget, cpu_limit, turns)
+    moves = [(move.version, move.payloads) for move in turns.moves]
+    return orjson.dumps(game.to_dict()), moves, turns.decisions, turns.cpu
+
+
+def _lower_priority() -> None:
+    os.nice(_WORKER_NICENESS)
 
 
 class BotPlayer:
-    """Chooses the moves of bot seats; ``processes`` workers for slow levels
-    (0: every level inline, on the caller's thread)."""
+    """Plays the bot seats of a request: ``processes`` workers for what does
+    not fit on the loop (0: a thread of this process instead, which keeps the
+    loop answering but shares its interpreter; for tests and embedding)."""
 
-    def __init__(self, processes: int | None = None) -> None:
+    def __init__(self, processes: int | None = None, cpu_limit: float = 10.0) -> None:
         self._processes = (os.cpu_count() or 1) if processes is None else processes
+        self._cpu_limit = cpu_limit
         self._pool: ProcessPoolExecutor | None = None
 
-    async def choose(
-        self,
-        level: int,
-        view: engine.GameView,
-        legal: Sequence[engine.Move],
-        budget: int | None = None,
-    ) -> engine.Move:
-        name = LEVELS[level]
-        key = bot_key(view)
-        if name not in _SLOW or self._processes == 0:
-            return choose(name, view, legal, key, budget=budget)
-        loop = asyncio.get_running_loop()
-        task = functools.partial(choose, name, view, tuple(legal), key, budget=budget)
-        try:
-            return await loop.run_in_executor(self._executor(), task)
-        except BrokenProcessPool:
-            # A worker died (killed, out of memory): this decision is made here,
-            # the next ones in a new pool.
-            log.warning("bot worker pool broken; starting a new one")
-            self._close_pool()
-            return task()
+    async def play(
+        self, game: engine.MexicanTrain, bots: Sequence[int], budget: int | None = None
+    ) -> tuple[engine.MexicanTrain, BotTurns]:
+        """The game after its bot seats' turns (``game`` itself, or the state
+        a worker sent back), and those turns. Raises
+        :class:`BotWorkExceededError` past the CPU limit (``game`` may then
+        be part-way: the caller drops it)."""
+        turns = BotTurns()
+        if game.over or not bots[game.current_seat]:
+            return game, turns
+        ends = time.perf_counter() + INLINE_SLICE
+
+        def handed_on(level: str) -> bool:
+            return level in _SLOW or time.perf_counter() > ends
+
+        play_turns(game, bots, budget, self._cpu_limit, turns, stop=handed_on)
+        if game.over or not bots[game.current_seat]:
+            return game, turns
+        task = functools.partial(
+            _play_elsewhere,
+            orjson.dumps(game.to_dict()),
+            tuple(bots),
+            budget,
+            self._cpu_limit,
+            turns.cpu,
+        )
+        if self._processes == 0:
+            result = await asyncio.to_thread(task)
+        else:
+            try:
+                result = await asyncio.get_running_loop().run_in_executor(self._executor(), task)
+            except BrokenProcessPool:
+                # A worker died (killed, out of memory): this request is played
+                # in a thread, the next ones in a new pool.
+                log.warning("bot worker pool broken; starting a new one")
+                self._close_pool()
+                result = await asyncio.to_thread(task)
+        state, moves, decisions, turns.cpu = result
+        turns.moves += [BotMove(version, payloads) for version, payloads in moves]
+        turns.decisions += decisions
+        return engine.load_dict(orjson.loads(state)), turns
 
     def _executor(self) -> ProcessPoolExecutor:
         if self._pool is None:
             context = multiprocessing.get_context("forkserver")
-            self._pool = ProcessPoolExecutor(self._processes, mp_context=context)
+            self._pool = ProcessPoolExecutor(
+                self._processes, mp_context=context, initializer=_lower_priority
+            )
         return self._pool
 
     def _close_pool(self) -> None:

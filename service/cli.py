@@ -53,6 +53,7 @@ def _serve(args: argparse.Namespace) -> int:
             ("rate_limit", args.rate_limit),
             ("rate_limit_scope", args.rate_limit_scope),
             ("bot_processes", args.bot_processes),
+            ("bot_cpu_limit", args.bot_cpu_limit),
             ("log_level", args.log_level),
             ("log_format", args.log_format),
             ("cors_origins", args.cors_origins),
@@ -391,7 +392,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--bot-processes",
         type=int,
         default=None,
-        help="worker processes for expert bots (RAILYARD_BOT_PROCESSES; default one per CPU)",
+        help="worker processes for bot play that does not fit a short slice of the event "
+        "loop (RAILYARD_BOT_PROCESSES; default one per CPU; 0: a thread of this process)",
+    )
+    serve.add_argument(
+        "--bot-cpu-limit",
+        type=float,
+        default=None,
+        help="seconds of CPU the bot turns of one request may take, else it is refused "
+        "(RAILYARD_BOT_CPU_LIMIT, 10)",
     )
     serve.add_argument("--log-level", default=None, help="RAILYARD_LOG_LEVEL, info")
     serve.add_argument(

@@ -22,6 +22,7 @@ from service.api import game_service_pb2 as pb
 from service.api import game_service_pb2_grpc as pb_grpc
 from service.app import Caller, GameApp
 from service.errors import DOMAIN, ServiceError
+from service.identity import TrustedProxies, grpc_peer_host
 from service.streams import until_closed
 
 log = logging.getLogger("railyard.grpc")
@@ -44,13 +45,26 @@ async def _abort(context: grpc.aio.ServicerContext[object, object], error: Servi
     await context.abort(status.code, status.details, status.trailing_metadata)
 
 
-def _caller(context: grpc.aio.ServicerContext[object, object]) -> Caller:
+def _caller(context: grpc.aio.ServicerContext[object, object], proxies: TrustedProxies) -> Caller:
+    """The bearer token and the client's address: the peer's host (every
+    connection has its own port), through trusted proxies only."""
     token: str | None = None
+    forwarded: str | None = None
+    forwarded_for: str | None = None
     for key, value in context.invocation_metadata() or ():
-        if key == "authorization" and isinstance(value, str):
+        if not isinstance(value, str):
+            continue
+        if key == "authorization":
             scheme, _, rest = value.partition(" ")
             token = rest.strip() if scheme.lower() == "bearer" else ""
-    return Caller(token=token, peer=context.peer() or "")
+        elif key == "forwarded":
+            forwarded = value
+        elif key == "x-forwarded-for":
+            forwarded_for = value
+    address = grpc_peer_host(context.peer() or "")
+    if proxies.networks:
+        address = proxies.client(address, forwarded=forwarded, forwarded_for=forwarded_for)
+    return Caller(token=token, address=address)
 
 
 class GameServicer(pb_grpc.GameServiceServicer):
@@ -58,6 +72,9 @@ class GameServicer(pb_grpc.GameServiceServicer):
         self.app = app
         #: Set when a graceful shutdown begins: open watches end at once.
         self.closing = closing if closing is not None else asyncio.Event()
+
+    def _caller(self, context: grpc.aio.ServicerContext[object, object]) -> Caller:
+        return _caller(context, self.app.proxies)
 
     async def _run(
         self, method: str, context: grpc.aio.ServicerContext[object, object], call: Awaitable[T]
@@ -84,33 +101,37 @@ class GameServicer(pb_grpc.GameServiceServicer):
         self, request: pb.CreateGameRequest, context: grpc.aio.ServicerContext[object, object]
     ) -> pb.CreateGameResponse:
         return await self._run(
-            "CreateGame", context, self.app.create_game(request, _caller(context))
+            "CreateGame", context, self.app.create_game(request, self._caller(context))
         )
 
     async def GetGame(  # noqa: N802
         self, request: pb.GetGameRequest, context: grpc.aio.ServicerContext[object, object]
     ) -> pb.GameView:
         return await self._run(
-            "GetGame", context, self.app.get_game(request.game_id, _caller(context))
+            "GetGame", context, self.app.get_game(request.game_id, self._caller(context))
         )
 
     async def ListLegalMoves(  # noqa: N802
         self, request: pb.ListLegalMovesRequest, context: grpc.aio.ServicerContext[object, object]
     ) -> pb.ListLegalMovesResponse:
         return await self._run(
-            "ListLegalMoves", context, self.app.list_legal_moves(request.game_id, _caller(context))
+            "ListLegalMoves",
+            context,
+            self.app.list_legal_moves(request.game_id, self._caller(context)),
         )
 
     async def ApplyMove(  # noqa: N802
         self, request: pb.ApplyMoveRequest, context: grpc.aio.ServicerContext[object, object]
     ) -> pb.ApplyMoveResponse:
-        return await self._run("ApplyMove", context, self.app.apply_move(request, _caller(context)))
+        return await self._run(
+            "ApplyMove", context, self.app.apply_move(request, self._caller(context))
+        )
 
     async def WatchGame(  # noqa: N802
         self, request: pb.WatchGameRequest, context: grpc.aio.ServicerContext[object, object]
     ) -> AsyncIterator[pb.GameEvent]:
         after = request.after_version if request.HasField("after_version") else None
-        events = self.app.watch_game(request.game_id, after, _caller(context))
+        events = self.app.watch_game(request.game_id, after, self._caller(context))
         code = "CANCELLED"  # unless it ends otherwise: the client went away
         try:
             # Ended between versions when the server shuts down (without it,
@@ -133,7 +154,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
         self, request: pb.GetGameLogRequest, context: grpc.aio.ServicerContext[object, object]
     ) -> pb.GetGameLogResponse:
         return await self._run(
-            "GetGameLog", context, self.app.get_game_log(request.game_id, _caller(context))
+            "GetGameLog", context, self.app.get_game_log(request.game_id, self._caller(context))
         )
 
     async def ListRulesets(  # noqa: N802

@@ -42,6 +42,7 @@ from service import errors, jsonwire, openapi, telemetry
 from service.api import game_service_pb2 as pb
 from service.app import Caller, GameApp
 from service.errors import ServiceError
+from service.identity import TrustedProxies
 from service.settings import cors_origin_list
 from service.streams import until_closed
 
@@ -279,20 +280,29 @@ async def get_game_app(request: Request) -> GameApp:
 
 
 async def get_caller(request: Request) -> Caller:
-    """The bearer token (absent: a spectator) and the peer, for rate limits."""
-    peer = request.client.host if request.client else ""
-    return caller_of(request.headers.get("authorization"), peer)
+    """The bearer token (absent: a spectator) and the client's address."""
+    return caller_of(request.scope, (await get_game_app(request)).proxies)
 
 
-def caller_of(header: str | None, peer: str) -> Caller:
-    """The caller from an ``authorization`` header value (None: absent)."""
+def caller_of(scope: Scope, proxies: TrustedProxies) -> Caller:
+    """The caller of a request: its ``authorization`` header (absent: a
+    spectator), and its address, through trusted proxies only."""
+    client = scope.get("client")
+    peer = str(client[0]) if client else ""
+    if proxies.networks:
+        peer = proxies.client(
+            peer,
+            forwarded=scope_header(scope, b"forwarded"),
+            forwarded_for=scope_header(scope, b"x-forwarded-for"),
+        )
+    header = scope_header(scope, b"authorization")
     if header is None or not header.strip():
-        return Caller(token=None, peer=peer)
+        return Caller(token=None, address=peer)
     scheme, _, token = header.strip().partition(" ")
     token = token.strip()
     if scheme.lower() != "bearer" or not token:
         raise _unauthenticated("the authorization header must be 'Bearer <seat token>'")
-    return Caller(token=token, peer=peer)
+    return Caller(token=token, address=peer)
 
 
 async def get_game_id(request: Request) -> str:
@@ -841,8 +851,7 @@ class RailyardAPI(FastAPI):
 
     async def _hot(self, call: str, game_id: str, scope: Scope, receive: Receive) -> Response:
         game_app = self.state.game_app
-        client = scope.get("client")
-        caller = caller_of(scope_header(scope, b"authorization"), client[0] if client else "")
+        caller = caller_of(scope, game_app.proxies)
         if call == "GetGame":
             return json_response(await game_app.get_game_json(game_id, caller))
         message = parse_raw_body(

@@ -61,6 +61,10 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
         # JSON logs: uvicorn's loggers reach the process's one handler.
         log_config=None if settings.log_format == "json" else uvicorn.config.LOGGING_CONFIG,
         access_log=False,
+        # Who the client is behind a proxy is service.identity's to say, from
+        # --trusted-proxies only: uvicorn would believe X-Forwarded-For from
+        # any peer on 127.0.0.1 (its forwarded_allow_ips default).
+        proxy_headers=False,
         lifespan="off",
         # Watch streams only end with their game: without a bound, one open
         # SSE watcher would hold SIGTERM forever. Clients resume elsewhere with

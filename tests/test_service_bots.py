@@ -6,17 +6,25 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 
+import grpc
 import pytest
 
 import engine
 from service.api import game_service_pb2 as pb
 from service.app import Caller, GameApp
-from service.bots import LEVELS, BotPlayer
+from service.bots import LEVELS, BotPlayer, BotTurns, play_turns
+from service.errors import ServiceError
 from service.settings import Settings
 from service.store.memory import MemoryStore
 
 SHORT = pb.Ruleset(preset="standard", rounds=1)
+#: Issue 9's ruleset: legal, and 0.67 ms of CPU per greedy move (a standard
+#: game's cost 0.07 ms).
+BIG = engine.preset("standard").with_options(
+    set_max=18, hand_size=94, mexican_trains=16, double_answer="chicken_foot"
+)
 
 
 async def _play(app: GameApp, level: int, seed: str) -> list[str]:
@@ -69,9 +77,9 @@ def test_levels_play_differently() -> None:
     asyncio.run(go())
 
 
-def test_expert_decisions_run_in_worker_processes() -> None:
+def test_expert_turns_run_in_worker_processes() -> None:
     """The expert thinks in the pool's processes, off the event loop, and
-    chooses there exactly what it chooses inline."""
+    plays there exactly what it plays inline."""
 
     async def go() -> None:
         bots = BotPlayer(processes=1)
@@ -79,17 +87,87 @@ def test_expert_decisions_run_in_worker_processes() -> None:
         rng = random.Random(3)
         for _ in range(25):  # a middle-game position, with choices to weigh
             game.push(rng.choice(game.legal_moves()))
-        view = engine.build_view(game, game.current_seat)
-        legal = game.legal_moves()
-        inline = engine.bots.choose("expert", view, legal, engine.bots.bot_key(view))
-        moves = await asyncio.gather(
-            *(bots.choose(pb.BOT_LEVEL_EXPERT, view, legal) for _ in range(3))
+        seats = [0] * 4
+        seats[game.current_seat] = pb.BOT_LEVEL_EXPERT  # one expert turn, then a person
+        inline = engine.load(game.to_bytes())
+        expected = BotTurns()
+        play_turns(inline, seats, None, 60.0, expected)
+        played = await asyncio.gather(
+            *(bots.play(engine.load(game.to_bytes()), seats) for _ in range(3))
         )
         pool = bots._pool
         assert pool is not None
         assert pool._processes  # the worker is a real process
         bots.close()
-        assert moves == [inline] * 3
+        for after, turns in played:
+            assert after == inline
+            assert [(m.version, m.payloads) for m in turns.moves] == [
+                (m.version, m.payloads) for m in expected.moves
+            ]
+            assert [level for level, _ in turns.decisions] == ["expert"]
+
+    asyncio.run(go())
+
+
+def test_long_bot_play_leaves_the_event_loop_free() -> None:
+    """Issue 9: greedy bots are cheap a move, but a big ruleset makes
+    thousands of moves; past a short slice the rest is played in a worker,
+    so a timer on the loop keeps firing on time meanwhile."""
+
+    async def go() -> None:
+        bots = BotPlayer(processes=1)
+        rules = BIG.with_options(rounds=2)
+        game = engine.new_game(rules, 2, "long")
+        late: list[float] = []
+
+        async def tick() -> None:
+            while True:
+                begun = time.perf_counter()
+                await asyncio.sleep(0.005)
+                late.append(time.perf_counter() - begun - 0.005)
+
+        ticking = asyncio.create_task(tick())
+        after, turns = await bots.play(game, [pb.BOT_LEVEL_GREEDY] * 2)
+        ticking.cancel()
+        assert bots._pool is not None, "played in a worker"
+        bots.close()
+        assert after.over
+        assert len(turns.moves) > 300
+        assert turns.cpu > 0.05
+        assert after == engine.replay(rules, 2, "long", after.history)
+        # Generous for a loaded 2-core machine: held for whole seconds before.
+        assert max(late) < 0.25
+
+    asyncio.run(go())
+
+
+def test_bot_play_over_the_cpu_limit_is_refused_and_nothing_stored() -> None:
+    """Issue 9: one request's bot turns are bounded; past the limit the
+    request is refused (INVALID_ARGUMENT naming the limit) and no game exists."""
+
+    async def go() -> None:
+        store = MemoryStore()
+        app = GameApp(store, Settings(bot_processes=1, bot_cpu_limit=0.05))
+        request = pb.CreateGameRequest(
+            ruleset=pb.Ruleset(
+                preset="standard",
+                set_max=18,
+                hand_size=94,
+                mexican_trains=16,
+                double_answer=pb.DOUBLE_ANSWER_CHICKEN_FOOT,
+            ),
+            players=[pb.Player(bot=pb.BOT_LEVEL_GREEDY)] * 2,
+            request_id="too long",
+        )
+        try:
+            with pytest.raises(ServiceError) as refused:
+                await app.create_game(request, Caller())
+        finally:
+            app.close()
+        assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert refused.value.metadata["limit"] == "0.05"
+        assert "0.05 s of CPU" in refused.value.message
+        assert store._games == {}
 
     asyncio.run(go())
 
