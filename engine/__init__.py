@@ -57,6 +57,7 @@ from engine.moves import (
 )
 from engine.registry import GAMES, GameType, game_type, load, load_dict, new_game
 from engine.rules import (
+    MAX_PLAYERS,
     PRESETS,
     DoubleAnswer,
     DoubleFollowup,
@@ -77,6 +78,7 @@ __all__ = [
     "END_TURN",
     "GAMES",
     "ILLEGAL_REASONS",
+    "MAX_PLAYERS",
     "PASS",
     "PRESETS",
     "CorruptStateError",

@@ -38,6 +38,9 @@ log = logging.getLogger("railyard")
 
 MAX_REQUEST_ID: Final = 64
 MAX_NAME: Final = 64
+#: API.md: a caller's seed is at most 128 characters (a megabyte of seed was
+#: stored with the game and sent in every view once it was over).
+MAX_SEED: Final = 128
 _GAME_ID_CHARS: Final = frozenset("0123456789abcdef")
 _GAME_ID_LEN: Final = 20
 # A move whose commit lost a race is retried from a fresh load this many times
@@ -310,9 +313,20 @@ class GameApp:
     ) -> pb.CreateGameResponse:
         await self._admit_address(caller)  # a new game has no seat yet: its creator's address
         self._check_request_id(request.request_id)
-        players = list(request.players)
+        players = request.players
         if not players:
             raise err.invalid("players is empty: give one entry per seat", rule="MT-SET-2")
+        if len(players) > engine.MAX_PLAYERS:  # before any work per player
+            raise err.invalid(
+                f"players has {len(players)} entries: a game has at most "
+                f"{engine.MAX_PLAYERS} players",
+                rule="MT-SET-2",
+                field="players",
+            )
+        if len(request.seed) > MAX_SEED:
+            raise err.invalid(
+                f"seed is {len(request.seed)} characters long: at most {MAX_SEED}", field="seed"
+            )
         for i, player in enumerate(players):
             if len(player.display_name) > MAX_NAME:
                 raise err.invalid(f"players[{i}].displayName is longer than {MAX_NAME} characters")

@@ -9,13 +9,17 @@ refusal looks the same over gRPC and HTTP, and nothing reaches the wire as a
 
 from __future__ import annotations
 
+import logging
+import time
 from dataclasses import dataclass, field
 from typing import Final
 
 import grpc
 
 import engine
-from service.store import StoreUnavailableError
+from service.store import StoreFullError, StoreUnavailableError
+
+log = logging.getLogger("railyard.store")
 
 #: Every error is reported under this ErrorInfo domain.
 DOMAIN: Final = "railyard.dev"
@@ -101,13 +105,12 @@ def rate_limited(retry_after: float) -> ServiceError:
     )
 
 
-def store_unavailable(detail: str) -> ServiceError:
-    return ServiceError(
-        grpc.StatusCode.UNAVAILABLE,
-        "STORE_UNAVAILABLE",
-        "the game store is unavailable; retry shortly",
-        {"detail": detail[:200]},
-    )
+def store_unavailable(
+    message: str = "the game store is unavailable; retry shortly",
+) -> ServiceError:
+    """API.md: error bodies never carry store addresses or store error text;
+    what failed goes to the log (:func:`from_store`)."""
+    return ServiceError(grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE", message)
 
 
 def shutting_down() -> ServiceError:
@@ -144,5 +147,36 @@ def from_engine(err: engine.RailyardError) -> ServiceError:
     return ServiceError(code, reason, err.message, metadata)
 
 
+#: Seconds between two log lines of store failures: an outage fails every
+#: call, and one line per call would flood the log.
+_STORE_LOG_INTERVAL: Final = 5.0
+
+
+class _StoreFailures:
+    """The log of store failures: the first at once, then one line per
+    interval with how many came meanwhile."""
+
+    def __init__(self) -> None:
+        self.last = -_STORE_LOG_INTERVAL
+        self.unlogged = 0
+
+    def record(self, err: StoreUnavailableError) -> None:
+        now = time.monotonic()
+        if now - self.last < _STORE_LOG_INTERVAL:
+            self.unlogged += 1
+            return
+        more = f" (and {self.unlogged} more failures since the last line)" if self.unlogged else ""
+        log.warning("store call failed: %s%s", err, more)
+        self.last, self.unlogged = now, 0
+
+
+_store_failures: Final = _StoreFailures()
+
+
 def from_store(err: StoreUnavailableError) -> ServiceError:
-    return store_unavailable(str(err))
+    """The API error for a store failure: logged here with its detail (the
+    store's address and error text), answered without it."""
+    _store_failures.record(err)
+    if isinstance(err, StoreFullError):
+        return store_unavailable("the game store is full: nothing was written; retry later")
+    return store_unavailable()

@@ -214,3 +214,113 @@ def test_forwarding_headers_count_only_from_trusted_proxies(tmp_path: Path, redi
     with serve(tmp_path, redis_url, "trusted", RAILYARD_TRUSTED_PROXIES="127.0.0.1", **env) as s:
         assert statuses(s, spoofed) == [404] * 6  # six clients behind the proxy
         assert statuses(s, ["203.0.113.5"] * 3) == [404, 404, 429]
+
+
+def test_a_megabyte_seed_and_too_many_players_are_refused(tmp_path: Path, redis_url: str) -> None:
+    """API.md: a seed is at most 128 characters (a 1,000,000-character one
+    was stored, 2.1 MB a game); MT-SET-2: at most 14 players, refused before
+    any work per player. Nothing is written."""
+    with serve(tmp_path, redis_url, "bounds") as server:
+        url = f"{server.base_url}/v1/games"
+        ok = httpx.post(url, json={**TWO_PEOPLE, "seed": "s" * 128})
+        assert ok.status_code == 200, ok.text
+        long_seed = httpx.post(url, json={**TWO_PEOPLE, "seed": "s" * 1_000_000}, timeout=10)
+        status, reason, meta = reason_of(long_seed)
+        assert (status, reason, meta["field"]) == (400, "INVALID_ARGUMENT", "seed")
+        crowd = httpx.post(url, json={"players": [{}] * 15})
+        status, reason, meta = reason_of(crowd)
+        assert (status, reason, meta["rule"]) == (400, "INVALID_ARGUMENT", "MT-SET-2")
+
+        async def over_grpc() -> tuple[grpc.StatusCode, str, dict[str, str]]:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel:
+                stub = pb_grpc.GameServiceStub(channel)
+                request = pb.CreateGameRequest(players=[pb.Player()] * 2, seed="x" * 129)
+                return await expect_error(lambda: stub.CreateGame(request))
+
+        code, reason, meta = asyncio.run(over_grpc())
+        assert (code, reason, meta["field"]) == (
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "INVALID_ARGUMENT",
+            "seed",
+        )
+
+
+def test_a_full_redis_refuses_creates_and_writes_nothing(
+    tmp_path: Path, redis_url: str, redis_server: RedisServer
+) -> None:
+    """Under maxmemory with noeviction a create used to succeed (its script
+    deleted first, and Redis let the rest write) while every move failed. Now
+    the script is refused whole: 503 STORE_UNAVAILABLE, nothing written, and
+    the body names neither Redis nor its error."""
+    with serve(tmp_path, redis_url, "full") as server:
+        url = f"{server.base_url}/v1/games"
+        assert httpx.post(url, json=TWO_PEOPLE).status_code == 200
+        before = dbsize(redis_server)
+        redis_server.command("CONFIG", "SET", "maxmemory-policy", "noeviction")
+        redis_server.command("CONFIG", "SET", "maxmemory", "1")
+        try:
+            refused = httpx.post(url, json={**TWO_PEOPLE, "requestId": "full"})
+            status, reason, _ = reason_of(refused)
+            assert (status, reason) == (503, "STORE_UNAVAILABLE")
+            assert "full" in refused.json()["message"]
+            assert dbsize(redis_server) == before
+            for secret in ("OOM", "maxmemory", "redis", "127.0.0.1", str(redis_server.port)):
+                assert secret not in refused.text, refused.text
+            assert "OOM command not allowed" in server.log()  # the operator's to read
+        finally:
+            redis_server.command("CONFIG", "SET", "maxmemory", "0")
+        assert httpx.post(url, json={**TWO_PEOPLE, "requestId": "full"}).status_code == 200
+
+
+def test_store_errors_reach_the_log_not_the_client(tmp_path: Path) -> None:
+    """Redis down: 503 bodies carried the store's URL and error text in
+    metadata.detail. Now the body is a plain sentence; the detail is logged."""
+    from tests.test_service_resilience import free_port
+
+    port = free_port()  # nothing listens there
+    with serve(tmp_path, f"redis://:hunter2@127.0.0.1:{port}/0", "down", ready=False) as server:
+        response = httpx.get(f"{server.base_url}/v1/games/{'0' * 20}")
+        status, reason, meta = reason_of(response)
+        assert (status, reason, meta) == (503, "STORE_UNAVAILABLE", {})
+        for secret in (str(port), "127.0.0.1", "hunter2", "redis", "Connection"):
+            assert secret not in response.text, response.text
+        log = server.log()
+        assert f"127.0.0.1:{port}" in log
+        assert "hunter2" not in log  # passwords are redacted in the log too
+
+
+def test_the_in_process_store_frees_expired_games() -> None:
+    """The memory store hid expired games but kept them (20,000 games with a
+    2 s TTL: 69 to 327 MB of RSS, for good). Now they are freed, by the
+    sweep when no call comes: the memory Python holds falls back."""
+    import tracemalloc
+
+    from service.app import Caller, GameApp
+    from service.settings import Settings
+    from service.store.memory import MemoryStore
+
+    async def go() -> None:
+        store = MemoryStore(game_ttl=0.5)
+        app = GameApp(store, Settings(bot_processes=0))
+        request = pb.CreateGameRequest(players=[pb.Player()] * 4)
+        await app.create_game(request, Caller())  # warm every cache first
+        tracemalloc.start()
+        try:
+            baseline = tracemalloc.get_traced_memory()[0]
+            for _ in range(300):
+                await app.create_game(request, Caller())
+            grown = tracemalloc.get_traced_memory()[0] - baseline
+            deadline = time.monotonic() + 10
+            while len(store) and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)  # no call: only the sweep frees them
+            left = tracemalloc.get_traced_memory()[0] - baseline
+            held = len(store)
+        finally:
+            tracemalloc.stop()
+            await store.close()
+            app.close()
+        assert held == 0
+        assert grown > 1_000_000, grown  # ~6 KB a game
+        assert left < grown / 10, (grown, left)
+
+    asyncio.run(go())

@@ -548,8 +548,11 @@ class Serve:
 
 
 @contextlib.contextmanager
-def serve(tmp_path: Path, redis_url: str, name: str, **env: str) -> Iterator[Serve]:
-    """``railyard serve`` on free ports with REDIS_URL, killed at the end."""
+def serve(
+    tmp_path: Path, redis_url: str, name: str, *, ready: bool = True, **env: str
+) -> Iterator[Serve]:
+    """``railyard serve`` on free ports with REDIS_URL, killed at the end;
+    yielded once ready (``ready=False``: once up, for a store that is down)."""
     grpc_port, http_port = free_port(), free_port()
     log_path = tmp_path / f"{name}.log"
     environment = {
@@ -581,7 +584,8 @@ def serve(tmp_path: Path, redis_url: str, name: str, **env: str) -> Iterator[Ser
             assert proc.poll() is None, f"railyard serve exited:\n{server.log()}"
             assert time.monotonic() < deadline, f"railyard serve not ready:\n{server.log()}"
             with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{server.base_url}/readyz", timeout=1).status_code == 200:
+                probe = "/readyz" if ready else "/healthz"
+                if httpx.get(f"{server.base_url}{probe}", timeout=1).status_code == 200:
                     break
             time.sleep(0.05)
         yield server

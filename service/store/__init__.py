@@ -21,7 +21,13 @@ from typing import Protocol
 
 
 class StoreUnavailableError(Exception):
-    """The store did not answer (UNAVAILABLE / 503, reason STORE_UNAVAILABLE)."""
+    """The store did not answer (UNAVAILABLE / 503, reason STORE_UNAVAILABLE).
+    Its text names the store and what failed: for the log, never a client."""
+
+
+class StoreFullError(StoreUnavailableError):
+    """The store refused to grow (Redis at ``maxmemory`` with ``noeviction``):
+    a create wrote nothing."""
 
 
 @dataclass(frozen=True, slots=True)

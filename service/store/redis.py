@@ -34,7 +34,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
-from service.store import Commit, GameRecord, StoredEvent, StoreUnavailableError
+from service.store import (
+    Commit,
+    GameRecord,
+    StoredEvent,
+    StoreFullError,
+    StoreUnavailableError,
+)
 from service.store.resp import Arg, ReplyError, RespClient, Script, redact_url
 
 _T = TypeVar("_T")
@@ -43,7 +49,11 @@ _T = TypeVar("_T")
 # ARGV = state, version, meta, game ttl ms, request ttl ms, has response (0/1),
 #        response, then <stream id>, <payload> per event (ids strictly increasing).
 # Returns {"ok"} | {"remembered", response} | {"exists"}.
-_CREATE_LUA = """
+# The shebang (Redis 7 script flags, none given) makes Redis refuse the whole
+# script up front when it is over maxmemory: without it Redis checks memory
+# only at the first write command, and DEL is not one, so a full Redis used
+# to create games while it refused every move.
+_CREATE_LUA = """#!lua
 local game, stream, request = KEYS[1], KEYS[2], KEYS[3]
 if redis.call('EXISTS', game) == 1 then
   if request then
@@ -71,8 +81,8 @@ return {'ok'}
 # ARGV = expected version, new version, state, game ttl ms, request ttl ms,
 #        response, then <stream id>, <payload> per event (ids strictly increasing).
 # Returns "ok" | "not_found" | "version_mismatch" | "bad_event_id"; nothing
-# is written unless it returns "ok".
-_COMMIT_LUA = """
+# is written unless it returns "ok". Refused up front at maxmemory, as create.
+_COMMIT_LUA = """#!lua
 local game, stream, request = KEYS[1], KEYS[2], KEYS[3]
 local current = redis.call('HGET', game, 'version')
 if not current then return 'not_found' end
@@ -220,7 +230,13 @@ class RedisStore:
         # refusing (LOADING, READONLY, OOM, CLUSTERDOWN, ...).
         except (ReplyError, OSError) as exc:
             detail = str(exc) or "no answer"
-            raise StoreUnavailableError(
+            # OOM: over maxmemory under noeviction; a refused script wrote nothing.
+            failure = (
+                StoreFullError
+                if isinstance(exc, ReplyError) and detail.startswith("OOM")
+                else StoreUnavailableError
+            )
+            raise failure(
                 f"redis store at {self._where}: {what} failed: {type(exc).__name__}: {detail}"
             ) from exc
 
