@@ -52,6 +52,7 @@ def _serve(args: argparse.Namespace) -> int:
             ("request_ttl", args.request_ttl),
             ("rate_limit", args.rate_limit),
             ("rate_limit_scope", args.rate_limit_scope),
+            ("trusted_proxies", args.trusted_proxies),
             ("bot_processes", args.bot_processes),
             ("bot_cpu_limit", args.bot_cpu_limit),
             ("log_level", args.log_level),
@@ -387,6 +388,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=["replica", "store"],
         default=None,
         help="per replica, or one limit shared through the store (RAILYARD_RATE_LIMIT_SCOPE)",
+    )
+    serve.add_argument(
+        "--trusted-proxies",
+        default=None,
+        help="proxies whose Forwarded / X-Forwarded-For name the client, e.g. "
+        "'10.0.0.0/8,::1' (RAILYARD_TRUSTED_PROXIES; default none)",
     )
     serve.add_argument(
         "--bot-processes",
