@@ -25,7 +25,7 @@ import engine
 from service import convert
 from service import errors as err
 from service.api import game_service_pb2 as pb
-from service.bots import ALL_BOTS_BUDGET, BotPlayer, BotWorkExceededError
+from service.bots import ALL_BOTS_BUDGET, BotPlayer, BotsBusyError, BotWorkExceededError
 from service.errors import ServiceError
 from service.identity import TrustedProxies, rate_key
 from service.jsonwire import to_dict
@@ -273,6 +273,8 @@ class GameApp:
         bots: Sequence[int],
         out: list[StoredEvent],
         messages: list[pb.GameEvent] | None = None,
+        *,
+        creating: bool = False,
     ) -> tuple[engine.MexicanTrain, int]:
         """API.md Bots: play bot seats until a person is to move or the game
         ends, off the event loop but for a short slice (service.bots); the
@@ -280,10 +282,14 @@ class GameApp:
         A game of bots only is played to its end here, by CreateGame: its
         experts search at ALL_BOTS_BUDGET so that the caller is answered in
         seconds, not minutes. Bot play past ``bot_cpu_limit`` seconds of CPU
-        refuses the request (INVALID_ARGUMENT): nothing is stored."""
+        refuses the request (INVALID_ARGUMENT), and so do busy workers a
+        CreateGame would wait for (RESOURCE_EXHAUSTED BOTS_BUSY): nothing is
+        stored."""
         budget = ALL_BOTS_BUDGET if all(bots) else None
         try:
-            game, turns = await self.bots.play(game, bots, budget)
+            game, turns = await self.bots.play(game, bots, budget, creating=creating)
+        except BotsBusyError as exc:
+            raise err.bots_busy() from exc
         except BotWorkExceededError as exc:
             raise err.invalid(
                 f"the bot seats' turns of this request take more than {exc.limit:g} s of CPU "
@@ -352,7 +358,7 @@ class GameApp:
         )
         events: list[StoredEvent] = []
         _append(events, game.opening_events, 0)
-        game, bot_moves = await self._play_bots(game, seats.bots, events)
+        game, bot_moves = await self._play_bots(game, seats.bots, events, creating=True)
         loaded = _Loaded.__new__(_Loaded)
         loaded.record = GameRecord(game_id, game.version, b"", b"")
         loaded.seats = seats

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import heapq
+import itertools
 import logging
 import multiprocessing
 import os
@@ -160,23 +162,46 @@ def _lower_priority() -> None:
     os.nice(_WORKER_NICENESS)
 
 
+class BotsBusyError(Exception):
+    """Every worker is busy and too many CreateGames already wait for one."""
+
+
 class BotPlayer:
     """Plays the bot seats of a request: ``processes`` workers for what does
     not fit on the loop (0: a thread of this process instead, which keeps the
-    loop answering but shares its interpreter; for tests and embedding)."""
+    loop answering but shares its interpreter; for tests and embedding).
 
-    def __init__(self, processes: int | None = None, cpu_limit: float = 10.0) -> None:
+    The workers are handed out in two lanes: a move's bot turns (a person
+    waits for them between two turns of theirs) before a CreateGame's (a
+    game of bots only can take seconds), so a flood of big games of bots
+    delays no table; and no more than ``waiting_creates`` CreateGames wait
+    for a worker, past which they are refused (:class:`BotsBusyError`)."""
+
+    def __init__(
+        self, processes: int | None = None, cpu_limit: float = 10.0, waiting_creates: int = 0
+    ) -> None:
         self._processes = (os.cpu_count() or 1) if processes is None else processes
         self._cpu_limit = cpu_limit
         self._pool: ProcessPoolExecutor | None = None
+        self._max_waiting_creates = waiting_creates or 4 * max(1, self._processes)
+        self._busy = 0  # workers running a job
+        # (lane, arrival, future): lane 0 = a move's turns, 1 = a CreateGame's.
+        self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._arrivals = itertools.count()
 
     async def play(
-        self, game: engine.MexicanTrain, bots: Sequence[int], budget: int | None = None
+        self,
+        game: engine.MexicanTrain,
+        bots: Sequence[int],
+        budget: int | None = None,
+        *,
+        creating: bool = False,
     ) -> tuple[engine.MexicanTrain, BotTurns]:
         """The game after its bot seats' turns (``game`` itself, or the state
-        a worker sent back), and those turns. Raises
-        :class:`BotWorkExceededError` past the CPU limit (``game`` may then
-        be part-way: the caller drops it)."""
+        a worker sent back), and those turns; ``creating``: for a CreateGame
+        (the second lane). Raises :class:`BotWorkExceededError` past the CPU
+        limit (``game`` may then be part-way: the caller drops it), and
+        :class:`BotsBusyError`."""
         turns = BotTurns()
         if game.over or not bots[game.current_seat]:
             return game, turns
@@ -199,18 +224,54 @@ class BotPlayer:
         if self._processes == 0:
             result = await asyncio.to_thread(task)
         else:
-            try:
-                result = await asyncio.get_running_loop().run_in_executor(self._executor(), task)
-            except BrokenProcessPool:
-                # A worker died (killed, out of memory): this request is played
-                # in a thread, the next ones in a new pool.
-                log.warning("bot worker pool broken; starting a new one")
-                self._close_pool()
-                result = await asyncio.to_thread(task)
+            result = await self._in_worker(task, lane=1 if creating else 0)
         state, moves, decisions, turns.cpu = result
         turns.moves += [BotMove(version, payloads) for version, payloads in moves]
         turns.decisions += decisions
         return engine.load_dict(orjson.loads(state)), turns
+
+    async def _in_worker(self, task: Callable[[], _WorkerResult], lane: int) -> _WorkerResult:
+        """``task``'s result from a worker, once one is free for its lane."""
+        loop = asyncio.get_running_loop()
+        if self._busy >= self._processes or self._waiting:
+            waiting_creates = sum(1 for w in self._waiting if w[0] and not w[2].done())
+            if lane == 1 and waiting_creates >= self._max_waiting_creates:
+                raise BotsBusyError
+            turn = loop.create_future()
+            heapq.heappush(self._waiting, (lane, next(self._arrivals), turn))
+            try:
+                await turn  # resolved by _release, which hands this call its worker
+            except asyncio.CancelledError:
+                if turn.done() and not turn.cancelled():
+                    self._release()  # handed a worker, but gone: pass it on
+                raise
+        else:
+            self._busy += 1
+        try:
+            job = self._executor().submit(task)
+        except BaseException:
+            self._release()
+            raise
+        # The worker is free when the job ends, not when this call stops
+        # waiting for it (a cancelled request leaves its job running).
+        job.add_done_callback(lambda _: loop.call_soon_threadsafe(self._release))
+        try:
+            return await asyncio.wrap_future(job)
+        except BrokenProcessPool:
+            # A worker died (killed, out of memory): this request is played
+            # in a thread, the next ones in a new pool.
+            log.warning("bot worker pool broken; starting a new one")
+            self._close_pool()
+            return await asyncio.to_thread(task)
+
+    def _release(self) -> None:
+        """A worker is free: to the first waiting call of the first lane."""
+        while self._waiting:
+            _, _, turn = heapq.heappop(self._waiting)
+            if not turn.done():  # (done: its request was cancelled meanwhile)
+                turn.set_result(None)
+                return
+        self._busy -= 1
 
     def _executor(self) -> ProcessPoolExecutor:
         if self._pool is None:

@@ -113,6 +113,17 @@ def store_unavailable(
     return ServiceError(grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE", message)
 
 
+def bots_busy() -> ServiceError:
+    """Every bot worker of this replica is busy and enough CreateGames already
+    wait for one (service.bots): try again shortly, or on another replica."""
+    return ServiceError(
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        "BOTS_BUSY",
+        "this replica's bot workers are all busy with other games of bots: retry in 1 s",
+        {"retryAfterSeconds": "1"},
+    )
+
+
 def shutting_down() -> ServiceError:
     """A WatchGame stream ended by its server's graceful shutdown (gRPC; SSE
     ends with a comment instead). Ended between two versions: watching again

@@ -326,7 +326,8 @@ _ERROR_DESCRIPTIONS: Final = {
     403: "PERMISSION_DENIED (BAD_SEAT_TOKEN): the token is not a seat token of this game",
     404: "NOT_FOUND (GAME_NOT_FOUND)",
     409: "ABORTED (VERSION_MISMATCH): expectedVersion is not the game's version",
-    429: "RESOURCE_EXHAUSTED (RATE_LIMITED); Retry-After gives the seconds to wait",
+    429: "RESOURCE_EXHAUSTED (RATE_LIMITED; BOTS_BUSY: CreateGame only, the replica's bot "
+    "workers are busy); Retry-After gives the seconds to wait",
     503: "UNAVAILABLE (STORE_UNAVAILABLE)",
 }
 

@@ -14,7 +14,7 @@ import pytest
 import engine
 from service.api import game_service_pb2 as pb
 from service.app import Caller, GameApp
-from service.bots import LEVELS, BotPlayer, BotTurns, play_turns
+from service.bots import LEVELS, BotPlayer, BotsBusyError, BotTurns, play_turns
 from service.errors import ServiceError
 from service.settings import Settings
 from service.store.memory import MemoryStore
@@ -193,5 +193,44 @@ def test_a_game_of_experts_only_is_played_by_create_game() -> None:
         assert len(views[0].players[0].round_scores) == 2
         views[1].game_id = views[0].game_id  # ids are random without a requestId
         assert views[0] == views[1]
+
+    asyncio.run(go())
+
+
+def test_a_moves_bot_turns_go_before_waiting_create_games() -> None:
+    """Two lanes to the workers: a person waiting on bots between two turns
+    is served before CreateGames of bots only that queued first, and past
+    ``waiting_creates`` such CreateGames are refused (BotsBusyError), so a
+    flood of big games of bots delays no table."""
+
+    async def go() -> None:
+        bots = BotPlayer(processes=1, waiting_creates=2)
+        big = BIG.with_options(rounds=2)
+        finished: list[str] = []
+
+        async def create(name: str) -> None:
+            game = engine.new_game(big, 2, name)
+            await bots.play(game, [pb.BOT_LEVEL_GREEDY] * 2, creating=True)
+            finished.append(name)
+
+        async def move() -> None:
+            game = engine.new_game("standard", 4, "table")
+            seats = [0] * 4
+            seats[game.current_seat] = pb.BOT_LEVEL_EXPERT  # an expert: always a worker's
+            await bots.play(game, seats)
+            finished.append("move")
+
+        try:
+            running = asyncio.create_task(create("first"))
+            await asyncio.sleep(0.05)  # the worker is busy with it now
+            waiting = [asyncio.create_task(create(n)) for n in ("second", "third")]
+            await asyncio.sleep(0.01)
+            with pytest.raises(BotsBusyError):
+                await create("fourth")
+            table = asyncio.create_task(move())
+            await asyncio.gather(running, *waiting, table)
+        finally:
+            bots.close()
+        assert finished == ["first", "move", "second", "third"]
 
     asyncio.run(go())
