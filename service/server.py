@@ -50,6 +50,7 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     grpc_server, grpc_port = create_grpc_server(
         app, settings.host, settings.grpc_port, watches_closing
     )
+    from service.http_limits import limited_protocol
     from service.http_server import close_streams, create_http_app
 
     http_api = create_http_app(app)
@@ -57,6 +58,9 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
         http_api,
         host=settings.host,
         port=settings.http_port,
+        # httptools (uvicorn's pick) within the connection, head and timeout limits.
+        http=limited_protocol(settings),
+        timeout_keep_alive=settings.idle_timeout,
         log_level=settings.log_level.lower(),
         # JSON logs: uvicorn's loggers reach the process's one handler.
         log_config=None if settings.log_format == "json" else uvicorn.config.LOGGING_CONFIG,
