@@ -73,14 +73,14 @@ def _serve(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         print(f"railyard serve: bad setting: {exc}", file=sys.stderr)
         return 2
-    from service.server import serve
+    from service.server import StartupError, serve
     from service.telemetry import configure_logging
 
     configure_logging(settings.log_level, settings.log_format)
 
     try:
         asyncio.run(serve(settings))
-    except OSError as exc:
+    except (OSError, StartupError) as exc:
         logging.getLogger("railyard").error("cannot start: %s", exc)
         return 1
     return 0
