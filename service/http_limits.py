@@ -23,13 +23,15 @@ unread data makes the kernel reset the connection, and the reset can destroy
 the answer before the client reads it.
 
 Once a head is complete, bodies and responses pass as uvicorn handles them:
-the work added is a few attribute checks per read and a timer per request.
+the work added is a few attribute checks per read and per request (one
+timer per connection serves all its deadlines).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any, ClassVar, Final
 
 import httptools
@@ -52,7 +54,7 @@ LINGER: Final = 2.0
 
 
 class _TooManyHeadersError(Exception):
-    """Raised from the parser's ``on_header``: the parse stops there."""
+    """Raised from the parser's ``on_headers_complete``: the parse stops there."""
 
 
 def _refusal(error: ServiceError, *headers: bytes) -> bytes:
@@ -135,8 +137,14 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._heads = 0
         #: The head is in, the body is not all in.
         self._in_body = False
-        #: The head's or the body's deadline, then the linger's end.
-        self._deadline: asyncio.TimerHandle | None = None
+        #: What to do when the pending deadline falls due (the head's, the
+        #: body's, the linger's end), and when (loop time); None: none pending.
+        self._on_due: Callable[[], None] | None = None
+        self._due = 0.0
+        #: The one timer: set for the earliest deadline, it may fire after that
+        #: deadline was met or replaced by a later one (then it goes, or is set
+        #: again), so a request costs no timer of its own.
+        self._timer: asyncio.TimerHandle | None = None
 
     # ---------------------------------------------------------------- the connection
 
@@ -150,12 +158,12 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             self.busy_log.add(self.loop, f"from {transport.get_extra_info('peername')}")
             return
         super().connection_made(transport)
-        self._deadline = self.loop.call_later(self.header_timeout, self._head_expired)
+        self._expect(self.header_timeout, self._head_expired)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._refused:
             return
-        self._cancel_deadline()
+        self._stop_timer()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
@@ -170,8 +178,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             rest = after_head
         if self._in_head:
             self._head_room -= len(rest)
-        if self._feed(rest) and self._in_body and self._deadline is None and not self.pipeline:
-            self._deadline = self.loop.call_later(self.body_timeout, self._body_expired)
+        if self._feed(rest) and self._in_body and self._on_due is None and not self.pipeline:
+            self._expect(self.body_timeout, self._body_expired)
 
     def _feed_head(self, data: bytes) -> memoryview | None:
         """Parse the head that ``data`` continues only up to its room: it must
@@ -215,53 +223,73 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     def handle_websocket_upgrade(self) -> None:
         # The connection goes to another protocol: none of its deadlines are ours.
-        self._cancel_deadline()
+        self._stop_timer()
         super().handle_websocket_upgrade()
 
     # ---------------------------------------------------------------- parser callbacks
 
-    def on_header(self, name: bytes, value: bytes) -> None:
-        if len(self.headers) >= self.max_headers:
-            raise _TooManyHeadersError
-        super().on_header(name, value)
-
     def on_headers_complete(self) -> None:
+        # Counted once the head is in, not per field: the byte limit already
+        # bounds what a head can hold.
+        if len(self.headers) > self.max_headers:
+            raise _TooManyHeadersError
         self._in_head = False
         self._in_body = True
         self._heads += 1
-        self._cancel_deadline()
+        self._on_due = None  # the head's deadline is met
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
         self._in_body = False
         self._in_head = True
         self._head_room = self.max_header_bytes
-        self._cancel_deadline()
+        self._on_due = None  # the body's deadline is met
         super().on_message_complete()
         cycle = self.cycle  # None after a WebSocket upgrade's head
         if cycle is not None and cycle.response_complete and not self.transport.is_closing():
             # Answered before its body ended: the next head's time starts now.
-            self._deadline = self.loop.call_later(self.header_timeout, self._head_expired)
+            self._expect(self.header_timeout, self._head_expired)
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
-        if self._deadline is not None or self._answered or self.transport.is_closing():
+        if self._on_due is not None or self._answered or self.transport.is_closing():
             return
         if self._in_head:
-            self._deadline = self.loop.call_later(self.header_timeout, self._head_expired)
+            self._expect(self.header_timeout, self._head_expired)
         elif not self.pipeline:
             # A pipelined request just started: its body's time starts now.
-            self._deadline = self.loop.call_later(self.body_timeout, self._body_expired)
+            self._expect(self.body_timeout, self._body_expired)
 
     # ---------------------------------------------------------------- deadlines and refusals
 
-    def _cancel_deadline(self) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
+    def _expect(self, seconds: float, on_due: Callable[[], None]) -> None:
+        """Call ``on_due`` in ``seconds`` unless ``_on_due`` is cleared (met) first."""
+        due = self.loop.time() + seconds
+        self._on_due, self._due = on_due, due
+        timer = self._timer
+        if timer is None or timer.when() > due:
+            if timer is not None:
+                timer.cancel()
+            self._timer = self.loop.call_at(due, self._tick)
+
+    def _tick(self) -> None:
+        self._timer = None
+        on_due = self._on_due
+        if on_due is None:
+            return  # met: the next deadline sets a timer of its own
+        if self._due - self.loop.time() > 0.001:  # replaced by a later one
+            self._timer = self.loop.call_at(self._due, self._tick)
+            return
+        self._on_due = None
+        on_due()
+
+    def _stop_timer(self) -> None:
+        self._on_due = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def _head_expired(self) -> None:
-        self._deadline = None
         if self.transport.is_closing():
             return
         if self._head_room == self.max_header_bytes:
@@ -272,7 +300,6 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._refuse_head(self.head_late)
 
     def _body_expired(self) -> None:
-        self._deadline = None
         if self.transport.is_closing():
             return
         self.timeout_log.add(self.loop, f"body not in within {self.body_timeout:g} s")
@@ -290,7 +317,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         """Refuse the head being read: 431 or 408 (in ``refusal``), and close."""
         if self.cycle is not None and not self.cycle.response_complete:
             # An earlier request's answer is under way: one cannot follow it out of order.
-            self._cancel_deadline()
+            self._on_due = None
             self._answered = True
             self.transport.close()
             return
@@ -298,12 +325,11 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._answer_and_close(self._with_status_line(status, refusal))
 
     def _answer_and_close(self, answer: bytes) -> None:
-        self._cancel_deadline()
         self._answered = True
         self.transport.write(answer)
         self.flow.resume_reading()  # to drop what still comes (see LINGER)
         self.transport.write_eof()
-        self._deadline = self.loop.call_later(LINGER, self.transport.close)
+        self._expect(LINGER, self.transport.close)
 
     def _with_status_line(self, status: int, refusal: bytes) -> bytes:
         parts = [STATUS_LINE[status]]
