@@ -31,6 +31,7 @@ import os
 import resource
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -460,16 +461,30 @@ def test_grpc_connections_over_the_cap_are_closed(tmp_path: Path, redis_url: str
 # ------------------------------------------------------------------ start-up and the log
 
 
+#: Sets the soft descriptor limit, then becomes the command: a preexec_fn
+#: would make subprocess fork the test process, and gRPC's fork handlers
+#: then abort the child before it runs the command (seen under load).
+WITH_SOFT_LIMIT = (
+    "import os, resource, sys; "
+    "hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]; "
+    "resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[1]), hard)); "
+    "os.execv(sys.argv[2], sys.argv[2:])"
+)
+
+
 @contextlib.contextmanager
 def serve_with_soft_limit(tmp_path: Path, redis_url: str, soft: int) -> Iterator[int]:
     """``railyard serve`` started with its soft RLIMIT_NOFILE at ``soft``; its pid, once ready."""
-    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     http_port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAILYARD_")}
     log = tmp_path / "soft.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [
+                sys.executable,
+                "-c",
+                WITH_SOFT_LIMIT,
+                str(soft),
                 str(RAILYARD),
                 "serve",
                 "--host",
@@ -482,7 +497,6 @@ def serve_with_soft_limit(tmp_path: Path, redis_url: str, soft: int) -> Iterator
             env={**env, "REDIS_URL": redis_url},
             stdout=out,
             stderr=subprocess.STDOUT,
-            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard)),
         )
     try:
         deadline = time.monotonic() + 20
