@@ -58,6 +58,15 @@ def _serve(args: argparse.Namespace) -> int:
             ("log_level", args.log_level),
             ("log_format", args.log_format),
             ("cors_origins", args.cors_origins),
+            ("max_connections", args.max_connections),
+            ("grpc_max_connections", args.grpc_max_connections),
+            ("max_header_bytes", args.max_header_bytes),
+            ("max_headers", args.max_headers),
+            ("header_timeout", args.header_timeout),
+            ("body_timeout", args.body_timeout),
+            ("idle_timeout", args.idle_timeout),
+            ("grpc_idle_timeout", args.grpc_idle_timeout),
+            ("max_body_bytes", args.max_body_bytes),
         )
         if value is not None
     }
@@ -66,14 +75,14 @@ def _serve(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         print(f"railyard serve: bad setting: {exc}", file=sys.stderr)
         return 2
-    from service.server import serve
+    from service.server import StartupError, serve
     from service.telemetry import configure_logging
 
     configure_logging(settings.log_level, settings.log_format)
 
     try:
         asyncio.run(serve(settings))
-    except OSError as exc:
+    except (OSError, StartupError) as exc:
         logging.getLogger("railyard").error("cannot start: %s", exc)
         return 1
     return 0
@@ -421,6 +430,61 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="web origins allowed to call the HTTP API from a browser, comma-separated, "
         "or * (RAILYARD_CORS_ORIGINS; default none)",
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        help="HTTP connections open at once; one more gets 503 (RAILYARD_MAX_CONNECTIONS, 1000)",
+    )
+    serve.add_argument(
+        "--grpc-max-connections",
+        type=int,
+        default=None,
+        help="gRPC connections open at once (RAILYARD_GRPC_MAX_CONNECTIONS, 1000)",
+    )
+    serve.add_argument(
+        "--max-header-bytes",
+        type=int,
+        default=None,
+        help="bytes of an HTTP request head or of gRPC metadata (RAILYARD_MAX_HEADER_BYTES, 16384)",
+    )
+    serve.add_argument(
+        "--max-headers",
+        type=int,
+        default=None,
+        help="header fields of an HTTP request (RAILYARD_MAX_HEADERS, 100)",
+    )
+    serve.add_argument(
+        "--header-timeout",
+        type=float,
+        default=None,
+        help="seconds to receive a request head, and for gRPC's handshake "
+        "(RAILYARD_HEADER_TIMEOUT, 10)",
+    )
+    serve.add_argument(
+        "--body-timeout",
+        type=float,
+        default=None,
+        help="seconds to receive a request body after its head (RAILYARD_BODY_TIMEOUT, 10)",
+    )
+    serve.add_argument(
+        "--idle-timeout",
+        type=int,
+        default=None,
+        help="seconds an HTTP keep-alive connection waits for a request (RAILYARD_IDLE_TIMEOUT, 5)",
+    )
+    serve.add_argument(
+        "--grpc-idle-timeout",
+        type=float,
+        default=None,
+        help="seconds a gRPC connection with no call open is kept (RAILYARD_GRPC_IDLE_TIMEOUT, 60)",
+    )
+    serve.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=None,
+        help="bytes of a request body or gRPC message (RAILYARD_MAX_BODY_BYTES, 1048576)",
     )
     _play_options(sub.add_parser("play", help="play in the terminal against bots (default)"))
     _arena_options(sub.add_parser("arena", help="bots against bots on the engine alone"))

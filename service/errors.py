@@ -135,6 +135,37 @@ def shutting_down() -> ServiceError:
     )
 
 
+# The refusals of the HTTP connection layer (service/http_limits.py): answered
+# before any route runs, with HTTP statuses of their own (431, 408, 503).
+
+
+def headers_too_large(message: str) -> ServiceError:
+    """A request head over a limit of its size or field count (HTTP 431)."""
+    return ServiceError(
+        grpc.StatusCode.INVALID_ARGUMENT, "HEADERS_TOO_LARGE", message, {"field": "headers"}
+    )
+
+
+def request_timeout(part: str, seconds: float) -> ServiceError:
+    """The request's ``part`` (headers or body) did not arrive in time (HTTP 408)."""
+    return ServiceError(
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        "REQUEST_TIMEOUT",
+        f"the request {part} did not arrive within {seconds:g} s",
+        {"field": part},
+    )
+
+
+def too_many_connections(limit: int) -> ServiceError:
+    """Every connection slot of this replica is taken (HTTP 503)."""
+    return ServiceError(
+        grpc.StatusCode.UNAVAILABLE,
+        "TOO_MANY_CONNECTIONS",
+        f"this server holds its maximum of {limit} connections; retry shortly",
+        {"retryAfterSeconds": "1"},
+    )
+
+
 #: Engine error class -> (gRPC code, API reason). The engine's own finer reason
 #: travels in metadata["detail"], the rule id in metadata["rule"].
 _ENGINE: Final[list[tuple[type[engine.RailyardError], grpc.StatusCode, str]]] = [

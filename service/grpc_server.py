@@ -23,6 +23,7 @@ from service.api import game_service_pb2_grpc as pb_grpc
 from service.app import Caller, GameApp
 from service.errors import DOMAIN, ServiceError
 from service.identity import TrustedProxies, grpc_peer_host
+from service.settings import Settings
 from service.streams import until_closed
 
 log = logging.getLogger("railyard.grpc")
@@ -208,6 +209,29 @@ class StoreHealth(health_pb2_grpc.HealthServicer):  # type: ignore[misc]
             await asyncio.sleep(self.poll)
 
 
+def grpc_options(settings: Settings) -> list[tuple[str, int]]:
+    """The server's channel arguments: the limits of ``settings``, each of
+    which tests/test_limits_server.py sees take effect on a real server."""
+    metadata = settings.max_header_bytes
+    return [
+        ("grpc.so_reuseport", 0),
+        ("grpc.keepalive_time_ms", 30_000),
+        ("grpc.max_receive_message_length", settings.max_body_bytes),
+        # Closed as soon as accepted beyond it (counted from accept to close,
+        # handshakes included).
+        ("grpc.max_allowed_incoming_connections", settings.grpc_max_connections),
+        # From accept until the client's HTTP/2 preface and SETTINGS: a
+        # connection that sends nothing is closed then (gRPC's default: 120 s).
+        ("grpc.server_handshake_timeout_ms", round(settings.header_timeout * 1000)),
+        # gRPC refuses metadata over the hard limit, and over the soft one
+        # with a rising probability: the same for both, so it is one limit.
+        ("grpc.max_metadata_size", metadata),
+        ("grpc.absolute_max_metadata_size", metadata),
+        # GOAWAY to a connection with no call open that long.
+        ("grpc.max_connection_idle_ms", round(settings.grpc_idle_timeout * 1000)),
+    ]
+
+
 def create_grpc_server(
     app: GameApp, host: str = "[::]", port: int = 0, closing: asyncio.Event | None = None
 ) -> tuple[grpc.aio.Server, int]:
@@ -215,14 +239,8 @@ def create_grpc_server(
     free port). Setting ``closing`` ends every open WatchGame stream with
     UNAVAILABLE (SERVER_SHUTTING_DOWN), between two versions: set it when a
     graceful shutdown begins, as ``Server.stop`` would otherwise wait out its
-    grace period for them."""
-    server = grpc.aio.server(
-        options=[
-            ("grpc.so_reuseport", 0),
-            ("grpc.max_receive_message_length", 1 << 20),
-            ("grpc.keepalive_time_ms", 30_000),
-        ]
-    )
+    grace period for them. The connection limits are ``app.settings``'."""
+    server = grpc.aio.server(options=grpc_options(app.settings))
     pb_grpc.add_GameServiceServicer_to_server(GameServicer(app, closing), server)
     health_pb2_grpc.add_HealthServicer_to_server(StoreHealth(app), server)
     reflection.enable_server_reflection(

@@ -35,6 +35,7 @@ from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as ASGIMessage
 
@@ -107,37 +108,44 @@ def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return found
 
 
-#: The largest request body read, as gRPC's max_receive_message_length: a
-#: real one is under a kilobyte, and an unbounded read would let one client
-#: fill the replica's memory.
-MAX_BODY: Final = 1 << 20
+class ClientGoneError(Exception):
+    """The client disconnected before its request body arrived."""
 
 
-def _too_large() -> ServiceError:
-    return errors.invalid(f"the body is larger than {MAX_BODY} bytes", field="body")
+def _too_large(limit: int) -> ServiceError:
+    return errors.invalid(f"the body is larger than {limit} bytes", field="body")
 
 
-def _check_length(header: str | None) -> None:
-    """Refuse at once a body whose declared Content-Length is over the limit."""
-    if header is not None and header.strip().isdigit() and int(header) > MAX_BODY:
-        raise _too_large()
+def _check_length(header: str | None, limit: int) -> None:
+    """Refuse at once a body whose declared Content-Length is over ``limit``."""
+    if header is not None and header.strip().isdigit() and int(header) > limit:
+        raise _too_large(limit)
 
 
 async def parse_body(
-    request: Request, message: M, fast: Callable[[dict[str, Any], M], bool] | None = None
+    request: Request,
+    message: M,
+    limit: int,
+    fast: Callable[[dict[str, Any], M], bool] | None = None,
 ) -> M:
     """``message`` filled from the JSON body; an empty body is an empty message.
     Bad JSON, unknown fields and wrong types are INVALID_ARGUMENT, and so is a
-    body over :data:`MAX_BODY` (read no further). ``fast`` may fill the
-    message from the decoded body first (False: it did not)."""
-    _check_length(request.headers.get("content-length"))
+    body over ``limit`` bytes (settings.max_body_bytes; read no further).
+    ``fast`` may fill the message from the decoded body first (False: it did
+    not)."""
+    _check_length(request.headers.get("content-length"), limit)
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY:
-            raise _too_large()
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(limit)
+            chunks.append(chunk)
+    except ClientDisconnect:
+        # Gone before its body was in (or cut off by the body timeout): no one
+        # to answer, and nothing to log.
+        raise ClientGoneError from None
     return parse_raw_body(b"".join(chunks), message, fast)
 
 
@@ -398,7 +406,7 @@ games = APIRouter(prefix="/v1/games", tags=["games"])
     ),
 )
 async def create_game(request: Request, game_app: GameAppDep, caller: CallerDep) -> Response:
-    message = await parse_body(request, pb.CreateGameRequest())
+    message = await parse_body(request, pb.CreateGameRequest(), game_app.settings.max_body_bytes)
     return proto_response(await game_app.create_game(message, caller))
 
 
@@ -461,7 +469,9 @@ APPLY_MOVE_BODY: Final = "ApplyMoveBody"
 )
 async def apply_move(request: Request) -> Response:
     game_app, caller, game_id = await _context(request)
-    message = await parse_body(request, pb.ApplyMoveRequest(), fast_apply_move)
+    message = await parse_body(
+        request, pb.ApplyMoveRequest(), game_app.settings.max_body_bytes, fast_apply_move
+    )
     if message.game_id and message.game_id != game_id:
         raise errors.invalid("gameId belongs in the path, not in the body", field="gameId")
     message.game_id = game_id
@@ -731,6 +741,11 @@ async def _on_validation_error(request: Request, exc: Exception) -> Response:
     return error_response(errors.invalid(_first_line(str(exc))))
 
 
+async def _on_client_gone(request: Request, exc: Exception) -> Response:
+    # Never sent (the connection is gone); counted as 499, as the hot routes count it.
+    return Response(status_code=499)
+
+
 async def _on_unexpected(request: Request, exc: Exception) -> Response:
     log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
     body = status_body(grpc.StatusCode.INTERNAL, "INTERNAL", "internal error")
@@ -740,13 +755,9 @@ async def _on_unexpected(request: Request, exc: Exception) -> Response:
 # ------------------------------------------------------------------ the app
 
 
-class ClientGoneError(Exception):
-    """The client disconnected before its request body arrived."""
-
-
-async def read_body(scope: Scope, receive: Receive) -> bytes:
-    """The whole request body of a raw ASGI request (up to :data:`MAX_BODY`)."""
-    _check_length(scope_header(scope, b"content-length"))
+async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
+    """The whole request body of a raw ASGI request (up to ``limit`` bytes)."""
+    _check_length(scope_header(scope, b"content-length"), limit)
     chunks = []
     size = 0
     while True:
@@ -755,8 +766,8 @@ async def read_body(scope: Scope, receive: Receive) -> bytes:
             raise ClientGoneError
         chunk = message.get("body", b"")
         size += len(chunk)
-        if size > MAX_BODY:
-            raise _too_large()
+        if size > limit:
+            raise _too_large(limit)
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
@@ -856,7 +867,9 @@ class RailyardAPI(FastAPI):
         if call == "GetGame":
             return json_response(await game_app.get_game_json(game_id, caller))
         message = parse_raw_body(
-            await read_body(scope, receive), pb.ApplyMoveRequest(), fast_apply_move
+            await read_body(scope, receive, game_app.settings.max_body_bytes),
+            pb.ApplyMoveRequest(),
+            fast_apply_move,
         )
         if message.game_id and message.game_id != game_id:
             raise errors.invalid("gameId belongs in the path, not in the body", field="gameId")
@@ -922,6 +935,7 @@ def create_http_app(app: GameApp) -> FastAPI:
     api.include_router(rulesets)
     api.include_router(health)
     api.add_exception_handler(ServiceError, _on_service_error)
+    api.add_exception_handler(ClientGoneError, _on_client_gone)
     api.add_exception_handler(StarletteHTTPException, _on_http_error)
     api.add_exception_handler(RequestValidationError, _on_validation_error)
     api.add_exception_handler(Exception, _on_unexpected)

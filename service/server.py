@@ -6,8 +6,10 @@ import asyncio
 import contextlib
 import gc
 import logging
+import resource
 import signal
 from collections.abc import Iterator
+from typing import Any, Final
 
 import uvicorn
 
@@ -17,8 +19,72 @@ from service.settings import Settings
 from service.store import Store
 from service.store.memory import MemoryStore
 from service.store.resp import redact_url
+from service.telemetry import LogTally
 
 log = logging.getLogger("railyard")
+
+#: Descriptors the process needs besides its connections: the listening
+#: sockets, Redis connections, the bot workers' pipes, the log, gRPC's own
+#: (epoll, wake-ups). An idle process holds about 16.
+OWN_DESCRIPTORS: Final = 128
+
+#: How asyncio's loop reports a failed accept() (EMFILE, ENFILE, ENOBUFS,
+#: ENOMEM) to its exception handler.
+ACCEPT_FAILED: Final = "socket.accept() out of system resource"
+
+
+class StartupError(Exception):
+    """A configuration this host cannot serve: the process does not start."""
+
+
+class AcceptFailureLog:
+    """The loop's exception handler. Out of descriptors, asyncio reports
+    every failed accept() (one per connection waiting in the listen backlog,
+    again every second while it lasts), each a traceback by default: 225,279
+    of them in 40 s, measured. These are tallied (the first logged at once,
+    then one line per ``interval`` with the count); anything else goes to the
+    default handler."""
+
+    def __init__(self, interval: float = 60.0) -> None:
+        self.tally = LogTally(
+            log, "accept() failed: new connections wait in the backlog", interval, logging.ERROR
+        )
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if context.get("message") != ACCEPT_FAILED:
+            loop.default_exception_handler(context)
+            return
+        self.tally.add(loop, str(context.get("exception")))
+
+
+def descriptors_needed(settings: Settings) -> int:
+    """Descriptors a process with ``settings`` may need at once."""
+    return settings.max_connections + settings.grpc_max_connections + OWN_DESCRIPTORS
+
+
+def raise_descriptor_limit(settings: Settings) -> int:
+    """Raise the soft RLIMIT_NOFILE to the hard one, and return it: connections
+    beyond the soft limit (often 1,024) would fail in accept() while the host
+    allows more. StartupError when the connection caps do not fit in it."""
+    needed = descriptors_needed(settings)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    # An unlimited hard limit (not Linux's way for NOFILE): ask for what is needed.
+    target = max(soft, needed) if hard == resource.RLIM_INFINITY else hard
+    if soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError) as exc:
+            log.warning("could not raise the descriptor limit from %d to %d: %s", soft, target, exc)
+    if needed > soft:
+        raise StartupError(
+            f"the connection caps need {needed} file descriptors "
+            f"(max_connections {settings.max_connections} + grpc_max_connections "
+            f"{settings.grpc_max_connections} + {OWN_DESCRIPTORS} for the process), but "
+            f"only {soft} are allowed (ulimit -n; a container's nofile limit): lower "
+            "RAILYARD_MAX_CONNECTIONS / RAILYARD_GRPC_MAX_CONNECTIONS or raise the limit"
+        )
+    return soft
 
 
 class _QuietServer(uvicorn.Server):
@@ -42,6 +108,9 @@ def make_store(settings: Settings) -> Store:
 
 async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     """Run until SIGTERM/SIGINT, then stop gracefully (in-flight calls finish)."""
+    descriptors = raise_descriptor_limit(settings)
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(AcceptFailureLog())
     store = make_store(settings)
     where = redact_url(settings.redis_url) if settings.redis_url else "in-process memory"
     log.info("store: %s (%s)", store.name, where)
@@ -50,6 +119,7 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     grpc_server, grpc_port = create_grpc_server(
         app, settings.host, settings.grpc_port, watches_closing
     )
+    from service.http_limits import limited_protocol
     from service.http_server import close_streams, create_http_app
 
     http_api = create_http_app(app)
@@ -57,6 +127,9 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
         http_api,
         host=settings.host,
         port=settings.http_port,
+        # httptools (uvicorn's pick) within the connection, head and timeout limits.
+        http=limited_protocol(settings),
+        timeout_keep_alive=settings.idle_timeout,
         log_level=settings.log_level.lower(),
         # JSON logs: uvicorn's loggers reach the process's one handler.
         log_config=None if settings.log_format == "json" else uvicorn.config.LOGGING_CONFIG,
@@ -73,7 +146,6 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     )
     http_server = _QuietServer(config)
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
@@ -90,6 +162,20 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
         grpc_port,
         settings.host,
         settings.http_port,
+    )
+    log.info(
+        "limits: %d HTTP + %d gRPC connections (%d descriptors allowed); heads %d bytes, "
+        "%d fields, %g s; bodies %d bytes, %g s; idle %d s HTTP, %g s gRPC",
+        settings.max_connections,
+        settings.grpc_max_connections,
+        descriptors,
+        settings.max_header_bytes,
+        settings.max_headers,
+        settings.header_timeout,
+        settings.max_body_bytes,
+        settings.body_timeout,
+        settings.idle_timeout,
+        settings.grpc_idle_timeout,
     )
     # Everything alive now (modules, servers, caches) lives as long as the
     # process: keep it out of the collector's way, so the garbage of each

@@ -36,8 +36,8 @@ class Settings(BaseSettings):
     trusted_proxies: str = ""
     #: Seconds between SSE keep-alive comments (API.md: at most 15).
     keepalive: float = Field(15, gt=0, le=15)
-    #: Worker processes for expert bot decisions (unset: one per CPU; 0: none,
-    #: every bot decides on the event loop).
+    #: Worker processes for bot play that does not fit a short slice of the
+    #: event loop (unset: one per CPU; 0: a thread of this process).
     bot_processes: int | None = Field(None, ge=0)
     #: Seconds of CPU the bot turns of one request may take (a game of bots
     #: only is played whole by CreateGame); past it the request is refused.
@@ -49,6 +49,36 @@ class Settings(BaseSettings):
     #: comma-separated (``https://play.example.com,http://localhost:5173``),
     #: ``*`` for any; empty: none, the browser's same-origin rule applies.
     cors_origins: str = ""
+
+    # Limits: what one replica holds for its clients, so that slow, silent or
+    # oversized clients cannot use up its descriptors or memory (README "Limits").
+    #: HTTP connections open at once; one more is answered 503 and closed.
+    max_connections: int = Field(1000, ge=1)
+    #: gRPC connections open at once (grpc.max_allowed_incoming_connections):
+    #: one more is closed by gRPC as soon as it is accepted.
+    grpc_max_connections: int = Field(1000, ge=1)
+    #: Bytes of an HTTP request head (request line and header fields), and of
+    #: a gRPC call's metadata; over it: 431 (gRPC: RESOURCE_EXHAUSTED).
+    max_header_bytes: int = Field(16 * 1024, ge=1024)
+    #: Header fields in one HTTP request head; over it: 431.
+    max_headers: int = Field(100, ge=1)
+    #: Seconds from a connection's start (or its previous response's end) until
+    #: the request head is complete; also gRPC's HTTP/2 handshake timeout.
+    header_timeout: float = Field(10, gt=0)
+    #: Seconds to receive a request's whole body once its head is in. Real
+    #: bodies are under a kilobyte (one packet); 10 s still lets a body of
+    #: the largest size through at 100 KiB/s.
+    body_timeout: float = Field(10, gt=0)
+    #: Seconds an HTTP keep-alive connection may wait for its next request
+    #: (uvicorn's timeout_keep_alive, whole seconds).
+    idle_timeout: int = Field(5, ge=1)
+    #: Seconds a gRPC connection with no call open is kept (grpc.max_connection_idle_ms;
+    #: the client reconnects by itself on its next call).
+    grpc_idle_timeout: float = Field(60, gt=0)
+    #: Bytes of a request body (HTTP) or message (gRPC's max_receive_message_length):
+    #: a real one is under a kilobyte, and an unbounded read would let one
+    #: client fill the replica's memory.
+    max_body_bytes: int = Field(1 << 20, ge=1024)
 
     @field_validator("trusted_proxies")
     @classmethod

@@ -14,6 +14,7 @@ resolution.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from datetime import UTC, datetime
@@ -136,6 +137,59 @@ class Metrics:
     def exposition(self) -> bytes:
         """Every metric, in Prometheus' text format."""
         return generate_latest(self.registry)
+
+
+class LogTally:
+    """Log lines for an event that can happen thousands of times a second (a
+    failing accept(), refused connections): the first is logged at once, the
+    rest counted and logged as one line per ``interval`` seconds while they
+    keep coming, so a flood costs a line a minute, not a line each."""
+
+    def __init__(
+        self,
+        logger: logging.Logger,
+        what: str,
+        interval: float = 60.0,
+        level: int = logging.WARNING,
+    ) -> None:
+        self.logger = logger
+        self.what = what
+        self.interval = interval
+        self.level = level
+        self._count = 0  # since the last line
+        self._last = ""
+        #: Set while a window is open: events are counted until it fires.
+        self._timer: asyncio.TimerHandle | None = None
+
+    def add(self, loop: asyncio.AbstractEventLoop, detail: str) -> None:
+        """One more event (``detail``: what the line says about it)."""
+        if self._timer is not None:
+            self._count += 1
+            self._last = detail
+            return
+        self.logger.log(
+            self.level,
+            "%s: %s (more are counted, one line every %g s)",
+            self.what,
+            detail,
+            self.interval,
+        )
+        self._timer = loop.call_later(self.interval, self._flush, loop)
+
+    def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        if not self._count:
+            self._timer = None  # quiet for a whole window: the next one is logged at once
+            return
+        self.logger.log(
+            self.level,
+            "%s: %d more in the last %g s (last: %s)",
+            self.what,
+            self._count,
+            self.interval,
+            self._last,
+        )
+        self._count = 0
+        self._timer = loop.call_later(self.interval, self._flush, loop)
 
 
 class JsonLogFormatter(logging.Formatter):

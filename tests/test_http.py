@@ -27,7 +27,7 @@ from google.protobuf import json_format
 
 from service.api import game_service_pb2 as pb
 from service.app import GameApp
-from service.http_server import MAX_BODY, _event_stream, close_streams, create_http_app
+from service.http_server import _event_stream, close_streams, create_http_app
 from service.settings import Settings
 from service.store import StoreUnavailableError
 from service.store.memory import MemoryStore
@@ -1405,8 +1405,12 @@ def test_cors_origins_must_be_origins(bad: str) -> None:
 # ------------------------------------------------------------------ body size
 
 
+#: The default body limit: the apps below run with default settings.
+MAX_BODY = Settings().max_body_bytes
+
+
 def test_bodies_over_a_mebibyte_are_refused_unread() -> None:
-    """A request body over MAX_BODY (1 MiB, as gRPC's limit) is
+    """A request body over max_body_bytes (1 MiB by default, as gRPC's limit) is
     INVALID_ARGUMENT naming the body, declared or streamed, on the hot route
     and the routed ones, and changes nothing; one just under it is parsed."""
 
