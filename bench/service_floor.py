@@ -117,7 +117,7 @@ class FloorAPI(FastAPI):
         if hot is None or hot[0] != "ApplyMove":
             await super().__call__(scope, receive, send)
             return
-        await read_body(receive)
+        await read_body(scope, receive, 1 << 20)
         _token = scope_header(scope, b"authorization")
         version = await self.floor.apply(hot[1])
         if version < 0:

@@ -1,0 +1,52 @@
+"""The benchmarks are code: each runs here at its smallest size, so that a
+change that breaks one is seen at once (bench/service_floor.py went broken
+for a while, calling a helper whose signature had changed). The figures are
+not checked: a smoke run on a shared machine measures nothing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_bench(*args: str, timeout: float = 240) -> str:
+    done = subprocess.run(
+        [sys.executable, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert done.returncode == 0, f"{args}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def test_engine_benchmark_runs() -> None:
+    out = run_bench("bench/engine.py", "--rounds", "1")
+    assert "rounds/s" in out
+
+
+def test_service_benchmark_runs_against_its_floor() -> None:
+    """gRPC only: the HTTP side needs wrk, which make bench-service brings."""
+    out = run_bench(
+        "bench/service.py",
+        "--seconds",
+        "0.5",
+        "--repeat",
+        "1",
+        "--clients",
+        "2",
+        "--transport",
+        "grpc",
+        "--wait-quiet",
+        "0",
+        "--client-procs",
+        "1",
+        "--no-pin",
+    )
+    assert "grpc floor:" in out
+    assert "errors 0" in out
