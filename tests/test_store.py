@@ -324,6 +324,27 @@ def test_a_commit_while_the_subscriber_reconnects_is_not_missed(redis_url):
     run(go())
 
 
+def test_memory_store_wakes_only_the_waiters_of_the_game_that_changed():
+    async def go():
+        store = MemoryStore()
+        other = GameRecord("other", 1, b"s", b"")
+        await store.create(RECORD, OPENING, None, None)
+        await store.create(other, OPENING, None, None)
+        mine = asyncio.create_task(store.wait_events(GAME, (2, 0), 5))
+        theirs = asyncio.create_task(store.wait_events("other", (2, 0), 5))
+        await asyncio.sleep(0.01)
+        (waiting_other,) = store._waiters["other"]
+        assert await store.commit(GAME, 1, 2, b"s2", move(2, b"e"), None, None) is Commit.OK
+        assert await mine == move(2, b"e")
+        assert store._waiters["other"] == {waiting_other}
+        assert not waiting_other.done()  # not woken, not even to check again
+        theirs.cancel()
+        await asyncio.gather(theirs, return_exceptions=True)
+        assert store._waiters == {}
+
+    run(go())
+
+
 # --- TTLs ------------------------------------------------------------------------
 
 
