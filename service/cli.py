@@ -53,6 +53,7 @@ def _serve(args: argparse.Namespace) -> int:
             ("rate_limit", args.rate_limit),
             ("rate_limit_scope", args.rate_limit_scope),
             ("bot_processes", args.bot_processes),
+            ("max_watchers", args.max_watchers),
             ("log_level", args.log_level),
             ("log_format", args.log_format),
             ("cors_origins", args.cors_origins),
@@ -392,6 +393,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=int,
         default=None,
         help="worker processes for expert bots (RAILYARD_BOT_PROCESSES; default one per CPU)",
+    )
+    serve.add_argument(
+        "--max-watchers",
+        type=int,
+        default=None,
+        help="open WatchGame streams per process; more are refused with 429 / "
+        "RESOURCE_EXHAUSTED (RAILYARD_MAX_WATCHERS, 2000)",
     )
     serve.add_argument("--log-level", default=None, help="RAILYARD_LOG_LEVEL, info")
     serve.add_argument(
