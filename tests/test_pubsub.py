@@ -49,11 +49,12 @@ async def until(condition: Callable[[], bool], what: str, timeout: float = 5.0) 
 
 def test_refcounted_subscribe_and_unsubscribe(redis_url: str) -> None:
     """The first holder of a channel subscribes, the last one to let go
-    unsubscribes; the channels of every holder share one connection."""
+    unsubscribes (here at once: no linger); the channels of every holder
+    share one connection."""
     server = redis.Redis.from_url(redis_url)
 
     async def go() -> None:
-        subscriber = Subscriber(at(redis_url))
+        subscriber = Subscriber(at(redis_url), linger=0)
         first = subscriber.subscribe("ry:{a}:e")
         second = subscriber.subscribe("ry:{a}:e")
         other = subscriber.subscribe("ry:{b}:e")
@@ -119,7 +120,7 @@ def test_churn_on_one_channel_ends_subscribed(redis_url: str) -> None:
     server = redis.Redis.from_url(redis_url)
 
     async def go() -> None:
-        subscriber = Subscriber(at(redis_url))
+        subscriber = Subscriber(at(redis_url), linger=0)
         keep = subscriber.subscribe("warm")
         await keep.ready(2)  # connected: what follows goes out as commands
         for _ in range(50):
@@ -133,6 +134,34 @@ def test_churn_on_one_channel_ends_subscribed(redis_url: str) -> None:
         assert await waiting is True
         held.close()
         await until(lambda: numsub(server, "ry:{c}:e") == [0], "not unsubscribed")
+        await subscriber.close()
+
+    run(go())
+
+
+def test_a_channel_let_go_of_lingers_before_it_is_unsubscribed(redis_url: str) -> None:
+    """A watcher lets go of its channel between two waits: taken again
+    within ``linger`` seconds, it is still subscribed (no round trip); left
+    alone, it is unsubscribed after that."""
+    server = redis.Redis.from_url(redis_url)
+
+    async def go() -> None:
+        subscriber = Subscriber(at(redis_url), linger=0.5)
+        first = subscriber.subscribe("ry:{l}:e")
+        await first.ready(2)
+        first.close()
+        again = subscriber.subscribe("ry:{l}:e")
+        assert again.subscribed  # ready() has nothing to wait for
+        waiting = asyncio.create_task(again.wait(5))
+        await asyncio.sleep(0.7)  # past the linger: held, so still subscribed
+        assert numsub(server, "ry:{l}:e") == [1]
+        server.publish("ry:{l}:e", "1")
+        assert await waiting is True
+        again.close()
+        begun = time.monotonic()
+        await until(lambda: numsub(server, "ry:{l}:e") == [0], "never unsubscribed")
+        assert time.monotonic() - begun >= 0.3
+        assert subscriber.channels == 0
         await subscriber.close()
 
     run(go())

@@ -5,8 +5,9 @@ its own, so a process held one connection per open stream, and a few busy
 replicas reached Redis's client limit. Here a process holds ONE subscriber
 connection, whatever the number of waiters: it SUBSCRIBEs to a channel when
 the first waiter of that channel arrives and UNSUBSCRIBEs when the last one
-leaves (refcounted), and a message on a channel wakes that channel's waiters
-only. Reading what the message announces is the waiter's business, over the
+has left (refcounted; ``linger`` seconds later, since a watcher lets go
+between two waits and comes right back), and a message on a channel wakes
+that channel's waiters only. Reading what the message announces is the waiter's business, over the
 ordinary pipelined connections (:mod:`service.store.resp`).
 
 A waiter holds a :class:`Subscription` and loops::
@@ -61,6 +62,10 @@ log = logging.getLogger("railyard.redis")
 #: A quiet connection is PINGed after this many seconds (a dead peer or a
 #: frozen server is noticed within this plus the timeout).
 PING_AFTER: Final = 5.0
+#: Seconds a channel nobody holds stays subscribed: a watcher lets go of its
+#: game's channel between two waits (to send what it read, or a keep-alive),
+#: and takes it again without a round trip to Redis.
+LINGER: Final = 2.0
 #: Channels named per SUBSCRIBE command when subscribing again after a reconnect.
 _CHUNK: Final = 1000
 #: Pauses between connection attempts nobody waits for: doubling, capped.
@@ -69,11 +74,15 @@ _RETRY_MAX: Final = 1.0
 
 
 class _Channel:
-    __slots__ = ("confirming", "holders", "name", "subscribed")
+    __slots__ = ("confirming", "expiry", "holders", "name", "stamp", "subscribed")
 
-    def __init__(self, name: bytes) -> None:
+    def __init__(self, name: bytes, stamp: int) -> None:
         self.name = name
+        #: Changes with every message, subscription and loss (see Subscription.stamp).
+        self.stamp = stamp
         self.holders: set[Subscription] = set()
+        #: While nobody holds it: when it is unsubscribed.
+        self.expiry: asyncio.TimerHandle | None = None
         #: Confirmed on the current connection (and nothing sent since for it).
         self.subscribed = False
         #: The futures of waiters in :meth:`Subscription.ready`.
@@ -103,6 +112,15 @@ class Subscription:
     @property
     def subscribed(self) -> bool:
         return self._channel.subscribed
+
+    @property
+    def stamp(self) -> int:
+        """A number unique to the channel's state since its last message,
+        (re)subscription or loss, in this subscriber. Two holders that see
+        the same stamp, both subscribed, have heard the same messages since:
+        a read one of them started then can answer the other too (a message
+        after it wakes them both)."""
+        return self._channel.stamp
 
     async def ready(self, timeout: float) -> None:
         """Until the channel is subscribed on a live connection (at once when
@@ -145,9 +163,11 @@ class Subscriber:
         connect_timeout: float = 1.0,
         timeout: float = 2.0,
         ping_after: float = PING_AFTER,
+        linger: float = LINGER,
         client_name: str = "railyard-watch",
     ) -> None:
         self._locate = locate
+        self._linger = linger
         self.connect_timeout = connect_timeout
         self.timeout = timeout
         self._ping_after = ping_after
@@ -167,12 +187,14 @@ class Subscriber:
         self._retry = asyncio.Event()  # a waiter asks for a connection now
         self._closed = False
         self._moves = 0  # calls of reconnect()
+        self._stamps = 0  # the last stamp given to a channel
         #: How many connections were made (tests, metrics).
         self.connections = 0
 
     @property
     def channels(self) -> int:
-        """How many channels are held (subscribed or about to be)."""
+        """How many channels are subscribed or about to be (held, or let go
+        of less than ``linger`` seconds ago)."""
         return len(self._channels)
 
     @property
@@ -187,9 +209,13 @@ class Subscriber:
         name = channel.encode() if isinstance(channel, str) else channel
         held = self._channels.get(name)
         if held is None:
-            held = self._channels[name] = _Channel(name)
+            self._stamps += 1
+            held = self._channels[name] = _Channel(name, self._stamps)
             if self._writer is not None:
                 self._send(b"SUBSCRIBE", [name])
+        elif held.expiry is not None:
+            held.expiry.cancel()
+            held.expiry = None
         subscription = Subscription(self, held)
         held.holders.add(subscription)
         self._wanted.set()
@@ -208,11 +234,13 @@ class Subscriber:
         writer.transport.abort()
         for held in self._channels.values():
             held.subscribed = False
-            for subscription in held.holders:
-                subscription._wake()
+            self._notice(held)
 
     async def close(self) -> None:
         self._closed = True
+        for held in self._channels.values():
+            if held.expiry is not None:
+                held.expiry.cancel()
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -223,6 +251,19 @@ class Subscriber:
     def _release(self, subscription: Subscription) -> None:
         held = subscription._channel
         held.holders.discard(subscription)
+        if held.holders or self._channels.get(held.name) is not held:
+            return
+        if self._linger > 0 and not self._closed:
+            if held.expiry is None:
+                held.expiry = asyncio.get_running_loop().call_later(
+                    self._linger, self._expire, held
+                )
+        else:
+            self._expire(held)
+
+    def _expire(self, held: _Channel) -> None:
+        """Unsubscribe from a channel nobody holds any more."""
+        held.expiry = None
         if held.holders or self._channels.get(held.name) is not held:
             return
         del self._channels[held.name]
@@ -290,6 +331,8 @@ class Subscriber:
             if moves == self._moves:
                 break
             writer.transport.abort()  # it moved meanwhile: go where it is now
+        for held in [c for c in self._channels.values() if not c.holders]:
+            self._expire(held)  # nobody to subscribe it again for
         self._writer = writer
         self.connections += 1
         try:
@@ -362,8 +405,7 @@ class Subscriber:
         if isinstance(reply, list) and len(reply) == 3 and reply[0] == b"message":
             held = self._channels.get(reply[1])
             if held is not None:
-                for subscription in held.holders:
-                    subscription._wake()
+                self._notice(held)
             return
         # Anything else answers a command: AUTH, SETNAME, (UN)SUBSCRIBE, PING.
         if self._owed:
@@ -385,7 +427,9 @@ class Subscriber:
         if held is None:
             return
         if not subscribed or left > 0:
-            held.subscribed = False  # another command for it is on its way
+            if held.subscribed:
+                held.subscribed = False  # another command for it is on its way
+                self._notice(held)
             return
         held.subscribed = True
         for confirmed in held.confirming:
@@ -394,6 +438,12 @@ class Subscriber:
         held.confirming.clear()
         # A (re)subscription: whatever was published before it, its holders
         # may have missed; they check again.
+        self._notice(held)
+
+    def _notice(self, held: _Channel) -> None:
+        """Something happened on the channel: a new stamp, its holders woken."""
+        self._stamps += 1
+        held.stamp = self._stamps
         for subscription in held.holders:
             subscription._wake()
 
@@ -413,8 +463,7 @@ class Subscriber:
                     if not confirmed.done():
                         confirmed.set_exception(ConnectionError(detail))
                 held.confirming.clear()
-            for subscription in held.holders:
-                subscription._wake()
+            self._notice(held)
 
     # -- writing ----------------------------------------------------------
 
