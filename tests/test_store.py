@@ -300,6 +300,31 @@ def test_waiters_share_one_subscriber_connection(redis_url):
     run(go())
 
 
+def test_the_waiters_of_a_game_share_their_reads(redis_url):
+    """20 waiters of one game, woken by one commit, read the stream once
+    between them (XREAD calls counted by the server), and each gets it all."""
+
+    async def go():
+        store = RedisStore(redis_url)
+        await store.create(RECORD, OPENING, None, None)
+        waiters = [asyncio.create_task(store.wait_events(GAME, (2, 0), 10)) for _ in range(20)]
+        with redis.Redis.from_url(redis_url) as client:
+            deadline = time.monotonic() + 5
+            while client.pubsub_numsub(store.events_key(GAME))[0][1] != 1:
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.02)
+            await asyncio.sleep(0.1)  # every waiter has checked and waits
+            assert not any(w.done() for w in waiters)
+            client.config_resetstat()
+            assert await store.commit(GAME, 1, 2, b"s2", move(2, b"e"), None, None) is Commit.OK
+            assert await asyncio.gather(*waiters) == [move(2, b"e")] * 20
+            reads = client.info("commandstats")["cmdstat_xread"]["calls"]
+        assert reads == 1
+        await store.close()
+
+    run(go())
+
+
 def test_a_commit_while_the_subscriber_reconnects_is_not_missed(redis_url):
     """The subscriber's connection is killed and a commit lands before it is
     back: the waiter checks the stream once subscribed again, and returns the

@@ -20,7 +20,8 @@ Watchers hold no connection of their own: :meth:`RedisStore.wait_events`
 subscribes to the game's channel on the process's one subscriber connection
 (:mod:`service.store.pubsub`, refcounted per game), checks the stream with a
 plain ``XREAD`` once subscribed, and waits for a notification (or its
-timeout) before reading again. A notification is a hint, never the data:
+timeout) before reading again. The watchers of one game, woken together,
+share one read. A notification is a hint, never the data:
 whatever a waiter reads comes from the stream, so one lost with a connection
 costs a re-check, not an event. Plain PUBLISH reaches every node of a
 cluster, so one subscription on any node hears every game.
@@ -37,6 +38,8 @@ on the next call once it is back: the process never needs a restart.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import hashlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -204,6 +207,9 @@ class RedisStore:
             self._client.subscriber_addresses, connect_timeout=connect_timeout, timeout=timeout
         )
         self._client.on_master_switch(self._subscriber.reconnect)
+        # Stream reads in flight, by (stream, start): the watchers of a game,
+        # woken together, share one (see _read_shared).
+        self._reads: dict[tuple[str, str], tuple[int, asyncio.Future[list[StoredEvent]]]] = {}
         self._create_script = Script(self._client, _CREATE_LUA)
         self._commit_script = Script(self._client, _COMMIT_LUA)
         self._take_script = Script(self._client, _TAKE_LUA)
@@ -370,10 +376,41 @@ class RedisStore:
                 while True:
                     # Subscribed before the read: a commit after it wakes the wait.
                     await notices.ready(self._timeout)
-                    found = await read()
+                    found = await self._read_shared(key, start, notices.stamp, read)
                     remaining = deadline - time.monotonic()
                     if found or remaining <= 0 or not await notices.wait(remaining):
                         return found
+
+    async def _read_shared(
+        self,
+        key: str,
+        start: str,
+        stamp: int,
+        read: Callable[[], Awaitable[list[StoredEvent]]],
+    ) -> list[StoredEvent]:
+        """``read()``, or the same read of ``key`` from ``start`` that another
+        waiter began while the channel had this ``stamp`` (subscribed, nothing
+        heard since): whatever that read misses was committed after it ran,
+        so its notification is still to come and wakes this waiter too."""
+        slot = (key, start)
+        shared = self._reads.get(slot)
+        if shared is None or shared[0] != stamp:
+            task = asyncio.ensure_future(read())
+            shared = self._reads[slot] = (stamp, task)
+            task.add_done_callback(functools.partial(self._read_done, slot, shared))
+        # Shielded: a waiter that goes away does not cancel the others' read.
+        return list(await asyncio.shield(shared[1]))
+
+    def _read_done(
+        self,
+        slot: tuple[str, str],
+        shared: tuple[int, asyncio.Future[list[StoredEvent]]],
+        task: asyncio.Future[list[StoredEvent]],
+    ) -> None:
+        if self._reads.get(slot) is shared:
+            del self._reads[slot]
+        if not task.cancelled():
+            task.exception()  # raised to whoever waited; retrieved here for the rest
 
     @staticmethod
     def _stream_reply(reply: Any) -> list[StoredEvent]:
