@@ -179,6 +179,8 @@ class GameApp:
         self.proxies = TrustedProxies.parse(self.settings.trusted_proxies)
         self.bots = BotPlayer(self.settings.bot_processes, self.settings.bot_cpu_limit)
         self.metrics = Metrics()
+        #: WatchGame streams open now, both transports (Settings.max_watchers).
+        self.watching = 0
 
     def close(self) -> None:
         """Stop the bots' worker processes (the store is closed by its owner)."""
@@ -523,16 +525,27 @@ class GameApp:
         an SSE id is the version, API.md): a stream that stopped between two
         events of one version would make a resuming client miss the rest of
         it. A transport that ends a stream (a graceful shutdown) ends it
-        between versions, and writes one version's events together."""
-        loaded, seat = await self._seated(game_id, caller, required=False)
-        events = self._watch(game_id, loaded, seat, after_version)
-        self.metrics.watches.inc()
+        between versions, and writes one version's events together.
+
+        Refused with RESOURCE_EXHAUSTED (TOO_MANY_WATCHERS) before anything
+        else when ``max_watchers`` streams are open already: before the
+        snapshot, so HTTP answers a plain 429, not a stream that fails."""
+        if self.watching >= self.settings.max_watchers:
+            raise err.too_many_watchers(self.settings.max_watchers)
+        # Counted from here (no await since the check), released however it ends.
+        self.watching += 1
         try:
-            async for item in events:
-                yield item
+            loaded, seat = await self._seated(game_id, caller, required=False)
+            events = self._watch(game_id, loaded, seat, after_version)
+            self.metrics.watches.inc()
+            try:
+                async for item in events:
+                    yield item
+            finally:
+                self.metrics.watches.dec()
+                await events.aclose()
         finally:
-            self.metrics.watches.dec()
-            await events.aclose()
+            self.watching -= 1
 
     async def _watch(
         self, game_id: str, loaded: _Loaded, seat: int | None, after_version: int | None

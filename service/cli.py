@@ -55,6 +55,7 @@ def _serve(args: argparse.Namespace) -> int:
             ("trusted_proxies", args.trusted_proxies),
             ("bot_processes", args.bot_processes),
             ("bot_cpu_limit", args.bot_cpu_limit),
+            ("max_watchers", args.max_watchers),
             ("log_level", args.log_level),
             ("log_format", args.log_format),
             ("cors_origins", args.cors_origins),
@@ -417,6 +418,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="seconds of CPU the bot turns of one request may take, else it is refused "
         "(RAILYARD_BOT_CPU_LIMIT, 10)",
+    )
+    serve.add_argument(
+        "--max-watchers",
+        type=int,
+        default=None,
+        help="open WatchGame streams per process; more are refused with 429 / "
+        "RESOURCE_EXHAUSTED (RAILYARD_MAX_WATCHERS, 2000)",
     )
     serve.add_argument("--log-level", default=None, help="RAILYARD_LOG_LEVEL, info")
     serve.add_argument(

@@ -105,6 +105,23 @@ def rate_limited(retry_after: float) -> ServiceError:
     )
 
 
+#: Seconds a watch refused for TOO_MANY_WATCHERS is told to wait: streams end
+#: with their games or their clients, so room comes back within seconds, and
+#: behind a load balancer the retry may reach a replica with room now.
+WATCHERS_RETRY_AFTER: Final = 5
+
+
+def too_many_watchers(limit: int, retry_after: int = WATCHERS_RETRY_AFTER) -> ServiceError:
+    """A WatchGame refused before its stream starts: this process already
+    serves ``limit`` watch streams (``Settings.max_watchers``)."""
+    return ServiceError(
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        "TOO_MANY_WATCHERS",
+        f"this server already has {limit} watch streams open: retry in {retry_after} s",
+        {"retryAfterSeconds": str(retry_after), "maxWatchers": str(limit)},
+    )
+
+
 def store_unavailable(
     message: str = "the game store is unavailable; retry shortly",
 ) -> ServiceError:

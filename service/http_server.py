@@ -348,9 +348,9 @@ _GAME_ID_PARAM: Final = {
 }
 
 
-def _error(status: int) -> dict[str, Any]:
+def _error(status: int, description: str | None = None) -> dict[str, Any]:
     response: dict[str, Any] = {
-        "description": _ERROR_DESCRIPTIONS[status],
+        "description": description or _ERROR_DESCRIPTIONS[status],
         "content": {"application/json": {"schema": openapi.status_ref()}},
     }
     if status == 429:
@@ -370,9 +370,14 @@ def operation(
     body: dict[str, Any] | None = None,
     auth: Literal["none", "optional", "required"] = "none",
     parameters: Sequence[dict[str, Any]] = (),
+    descriptions: Mapping[int, str] | None = None,
 ) -> dict[str, Any]:
-    """``openapi_extra`` of a route: its parameters, body, answers and security."""
-    extra: dict[str, Any] = {"responses": {"200": ok, **{str(s): _error(s) for s in failures}}}
+    """``openapi_extra`` of a route: its parameters, body, answers and security;
+    ``descriptions`` replaces the common description of some failures."""
+    own = descriptions or {}
+    extra: dict[str, Any] = {
+        "responses": {"200": ok, **{str(s): _error(s, own.get(s)) for s in failures}}
+    }
     if parameters:
         extra["parameters"] = list(parameters)
     if body is not None:
@@ -595,6 +600,11 @@ def resume_version(request: Request) -> int | None:
             },
         },
         failures=(400, 401, 403, 404, 429, 503),
+        descriptions={
+            429: "RESOURCE_EXHAUSTED: RATE_LIMITED, or TOO_MANY_WATCHERS (this replica "
+            "has as many watch streams open as it takes); Retry-After gives the seconds "
+            "to wait"
+        },
     ),
 )
 async def watch_game(

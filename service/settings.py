@@ -34,6 +34,15 @@ class Settings(BaseSettings):
     #: (comma-separated addresses or networks, ``*`` for any); empty: none,
     #: the connection's peer is the client.
     trusted_proxies: str = ""
+    #: Open WatchGame streams per process, both transports together; one more
+    #: is refused before it starts (RESOURCE_EXHAUSTED TOO_MANY_WATCHERS, HTTP
+    #: 429 with Retry-After). Watchers cost Redis nothing per stream now (one
+    #: subscriber connection per process); each costs the process 40-55 KiB
+    #: (bench/watchers.py: 2,000 SSE streams took 104 MiB), a socket, and a
+    #: store read per keep-alive period. 2,000 fit the 512 MiB, one-CPU
+    #: replica of deploy/k8s with room for its requests, under a 4,096
+    #: open-files limit; lower it where the limit is 1,024.
+    max_watchers: int = Field(2000, ge=1)
     #: Seconds between SSE keep-alive comments (API.md: at most 15).
     keepalive: float = Field(15, gt=0, le=15)
     #: Worker processes for bot play that does not fit a short slice of the

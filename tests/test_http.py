@@ -1261,6 +1261,9 @@ def test_openapi_document_is_generated_from_the_proto() -> None:
     watch = paths["/v1/games/{gameId}/events"]["get"]
     assert {p["name"] for p in watch["parameters"]} == {"gameId", "afterVersion", "Last-Event-ID"}
     assert "text/event-stream" in watch["responses"]["200"]["content"]
+    assert "TOO_MANY_WATCHERS" in watch["responses"]["429"]["description"]
+    assert "Retry-After" in watch["responses"]["429"]["headers"]
+    assert "TOO_MANY_WATCHERS" not in apply["responses"]["429"]["description"]
     assert "422" not in json.dumps(paths)
     assert {op["operationId"] for ops in paths.values() for op in ops.values()} >= {
         "CreateGame",

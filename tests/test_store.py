@@ -246,6 +246,130 @@ def test_blocking_waits_do_not_starve_other_calls(redis_url):
     run(go())
 
 
+def service_clients(url: str) -> list[str]:
+    """The names of the store's connections to the server (CLIENT LIST)."""
+    with redis.Redis.from_url(url) as client:
+        names = [c.get("name", "") for c in client.client_list()]
+    return sorted(n for n in names if n.startswith("railyard"))
+
+
+def test_waiters_share_one_subscriber_connection(redis_url):
+    """300 waiters of 100 games: the store keeps its two shared connections
+    and one subscriber, and each commit wakes its own game's waiters with
+    its events, promptly (they wait 20 s)."""
+    games = [f"w{i:019x}" for i in range(100)]
+
+    async def go():
+        store = RedisStore(redis_url)
+        for game in games:
+            await store.create(GameRecord(game, 1, b"s", b""), OPENING, None, None)
+        waiters = {
+            (game, k): asyncio.create_task(store.wait_events(game, (2, 0), 20))
+            for game in games
+            for k in range(3)
+        }
+        with redis.Redis.from_url(redis_url) as client:
+            deadline = time.monotonic() + 10
+            while client.pubsub_numsub(store.events_key(games[-1]))[0][1] != 1:
+                assert time.monotonic() < deadline, "the waiters did not subscribe"
+                await asyncio.sleep(0.02)
+        assert service_clients(redis_url) == ["railyard", "railyard", "railyard-watch"]
+        begun = time.monotonic()
+        for i, game in enumerate(games[:50]):
+            assert (
+                await store.commit(game, 1, 2, b"s2", move(2, b"%d" % i), None, None) is Commit.OK
+            )
+        for (game, _), waiter in waiters.items():
+            if game in games[:50]:
+                assert await waiter == move(2, b"%d" % games.index(game))
+            else:
+                assert not waiter.done()
+        assert time.monotonic() - begun < 3
+        assert service_clients(redis_url) == ["railyard", "railyard", "railyard-watch"]
+        for waiter in waiters.values():
+            waiter.cancel()
+        await asyncio.gather(*waiters.values(), return_exceptions=True)
+        # The last waiter of a game gone, so is its subscription.
+        with redis.Redis.from_url(redis_url) as client:
+            deadline = time.monotonic() + 5
+            while client.pubsub_numsub(store.events_key(games[-1]))[0][1] != 0:
+                assert time.monotonic() < deadline, "still subscribed"
+                await asyncio.sleep(0.02)
+        await store.close()
+
+    run(go())
+
+
+def test_the_waiters_of_a_game_share_their_reads(redis_url):
+    """20 waiters of one game, woken by one commit, read the stream once
+    between them (XREAD calls counted by the server), and each gets it all."""
+
+    async def go():
+        store = RedisStore(redis_url)
+        await store.create(RECORD, OPENING, None, None)
+        waiters = [asyncio.create_task(store.wait_events(GAME, (2, 0), 10)) for _ in range(20)]
+        with redis.Redis.from_url(redis_url) as client:
+            deadline = time.monotonic() + 5
+            while client.pubsub_numsub(store.events_key(GAME))[0][1] != 1:
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.02)
+            await asyncio.sleep(0.1)  # every waiter has checked and waits
+            assert not any(w.done() for w in waiters)
+            client.config_resetstat()
+            assert await store.commit(GAME, 1, 2, b"s2", move(2, b"e"), None, None) is Commit.OK
+            assert await asyncio.gather(*waiters) == [move(2, b"e")] * 20
+            reads = client.info("commandstats")["cmdstat_xread"]["calls"]
+        assert reads == 1
+        await store.close()
+
+    run(go())
+
+
+def test_a_commit_while_the_subscriber_reconnects_is_not_missed(redis_url):
+    """The subscriber's connection is killed and a commit lands before it is
+    back: the waiter checks the stream once subscribed again, and returns the
+    events at once, not at its timeout."""
+
+    async def go():
+        store, writer = RedisStore(redis_url), RedisStore(redis_url)
+        await writer.create(RECORD, OPENING, None, None)
+        waiting = asyncio.create_task(store.wait_events(GAME, (2, 0), 20))
+        with redis.Redis.from_url(redis_url) as client:
+            deadline = time.monotonic() + 5
+            while client.pubsub_numsub(store.events_key(GAME))[0][1] != 1:
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.02)
+            assert client.client_kill_filter(_type="pubsub") == 1
+        begun = time.monotonic()
+        assert await writer.commit(GAME, 1, 2, b"s2", move(2, b"e"), None, None) is Commit.OK
+        assert await asyncio.wait_for(waiting, 5) == move(2, b"e")
+        assert time.monotonic() - begun < 2
+        await close(store, writer)
+
+    run(go())
+
+
+def test_memory_store_wakes_only_the_waiters_of_the_game_that_changed():
+    async def go():
+        store = MemoryStore()
+        other = GameRecord("other", 1, b"s", b"")
+        await store.create(RECORD, OPENING, None, None)
+        await store.create(other, OPENING, None, None)
+        mine = asyncio.create_task(store.wait_events(GAME, (2, 0), 5))
+        theirs = asyncio.create_task(store.wait_events("other", (2, 0), 5))
+        await asyncio.sleep(0.01)
+        (waiting_other,) = store._waiters["other"]
+        assert await store.commit(GAME, 1, 2, b"s2", move(2, b"e"), None, None) is Commit.OK
+        assert await mine == move(2, b"e")
+        assert store._waiters["other"] == {waiting_other}
+        assert not waiting_other.done()  # not woken, not even to check again
+        theirs.cancel()
+        await asyncio.gather(theirs, return_exceptions=True)
+        assert store._waiters == {}
+
+    run(go())
+
+
 # --- TTLs ------------------------------------------------------------------------
 
 
@@ -508,7 +632,7 @@ def test_redis_down_fails_fast_then_recovers(how):
         async def go():
             store = RedisStore(srv.url)
             await store.create(RECORD, OPENING, "create:k", b"c")
-            # Connections in both pools, including one blocked in XREAD.
+            # Its shared connections and its subscriber, a waiter on it.
             watching = asyncio.create_task(store.wait_events(GAME, (5, 0), 10))
             await asyncio.gather(*(store.load(GAME) for _ in range(5)))
             await asyncio.sleep(0.2)

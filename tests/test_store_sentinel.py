@@ -3,10 +3,11 @@ sentinel that the harness starts on free loopback ports
 (tests/redis_harness.py), with a ``redis+sentinel://`` URL as an operator
 would configure it.
 
-The store asks the sentinel where the master is and talks to it; when the
-master dies the sentinel promotes the replica and the running service moves
-to it by itself; a failover ordered by hand (the old master demoted while it
-still runs) is followed the same way. No game is damaged either time.
+The store asks the sentinel where the master is and talks to it (its
+watchers' one subscription included); when the master dies the sentinel
+promotes the replica and the running service moves to it by itself; a
+failover ordered by hand (the old master demoted while it still runs) is
+followed the same way. No game is damaged either time.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from redis.asyncio import Redis as AsyncRedis
 
 from service.api import game_service_pb2 as pb
 from service.settings import Settings
+from service.store import Commit
 from service.store.redis import RedisStore
 from service.store.resp import SENTINEL_PORT, Address, SentinelConfig, redact_url
 from tests import test_service_e2e as e2e
@@ -40,7 +42,7 @@ from tests.test_service_resilience import (
     pick,
     play_grpc,
 )
-from tests.test_store_cluster import exercise
+from tests.test_store_cluster import events, exercise
 
 
 def run(coro: Any) -> Any:
@@ -219,5 +221,41 @@ def test_a_failover_by_hand_is_followed_without_a_restart(sentinels: RedisSentin
             final = await play_grpc(stub, game_id, tokens)
             assert final.status == pb.GAME_STATUS_FINISHED
             assert int(new_master.hget(key, "version") or 0) == final.version
+
+    run(go())
+
+
+def test_a_waiting_watcher_follows_a_failover_by_hand(sentinels: RedisSentinels) -> None:
+    """The store's one subscriber connection follows the master: after
+    SENTINEL FAILOVER it is on the new master, and a waiter that waited
+    through the failover is woken by the next commit there."""
+    game_id = "s0000000000000000002"
+
+    async def go() -> None:
+        store = RedisStore(sentinels.url)
+        channel = store.events_key(game_id)
+        try:
+            await exercise(store, game_id)  # the game is at version 3
+            waiter = asyncio.create_task(store.wait_events(game_id, (3, 1), 30))
+            old, new = Redis(port=sentinels.master.port), Redis(port=sentinels.replica.port)
+            begun = time.monotonic()
+            while old.pubsub_numsub(channel)[0][1] != 1:
+                assert time.monotonic() - begun < 5, "the waiter did not subscribe"
+                await asyncio.sleep(0.02)
+            assert sentinels.replicated()
+            assert Redis(port=sentinels.sentinel.port).execute_command(
+                "SENTINEL", "FAILOVER", sentinels.name
+            )
+            # On +switch-master the subscriber moves to the new master.
+            while new.pubsub_numsub(channel)[0][1] != 1:
+                assert time.monotonic() - begun < 20, "the subscriber did not follow"
+                await asyncio.sleep(0.05)
+            assert not waiter.done()
+            got = await store.commit(game_id, 3, 4, b"state-4", events(4, b"after"), None, None)
+            assert got is Commit.OK
+            assert await asyncio.wait_for(waiter, 5) == events(4, b"after")
+            assert new.hget(f"ry:{{{game_id}}}:g", "version") == b"4"
+        finally:
+            await store.close()
 
     run(go())

@@ -60,7 +60,8 @@ class MemoryStore:
         self._expiries: list[tuple[float, str]] = []
         self._game_ttl = game_ttl
         self._request_ttl = request_ttl
-        self._changed = asyncio.Condition()
+        # The waiters of each game: a change wakes only that game's.
+        self._waiters: dict[str, set[asyncio.Future[None]]] = {}
         self._buckets = TokenBuckets()
         self._sweeper: asyncio.Task[None] | None = None
         self._freed = 0  # games freed since the C heap was last trimmed
@@ -121,7 +122,7 @@ class MemoryStore:
             game.requests[request_key] = (response, now + self._request_ttl)
         self._games[record.game_id] = game
         heapq.heappush(self._expiries, (game.expires, record.game_id))
-        await self._notify()
+        self._notify(record.game_id)
         return None
 
     async def load(self, game_id: str) -> GameRecord | None:
@@ -149,7 +150,7 @@ class MemoryStore:
         game.expires = now + self._game_ttl
         if request_key is not None and response is not None:
             game.requests[request_key] = (response, now + self._request_ttl)
-        await self._notify()
+        self._notify(game_id)
         return Commit.OK
 
     def _recall(self, game: _Game, request_key: str, now: float) -> bytes | None:
@@ -178,18 +179,34 @@ class MemoryStore:
             return [e for e in game.events if (e.version, e.seq) > after]
 
         found = newer()
-        if found:
+        if found or timeout <= 0:
             return found
-        async with self._changed:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            # Registered with no await since the check: no change slips between.
+            woken = loop.create_future()
+            waiters = self._waiters.setdefault(game_id, set())
+            waiters.add(woken)
             try:
-                await asyncio.wait_for(self._changed.wait_for(lambda: bool(newer())), timeout)
+                async with asyncio.timeout_at(deadline):
+                    await woken
             except TimeoutError:
                 return []
-        return newer()
+            finally:
+                waiters.discard(woken)
+                if not waiters and self._waiters.get(game_id) is waiters:
+                    del self._waiters[game_id]
+            # (A commit of no events wakes the game's waiters too.)
+            found = newer()
+            if found:
+                return found
 
-    async def _notify(self) -> None:
-        async with self._changed:
-            self._changed.notify_all()
+    def _notify(self, game_id: str) -> None:
+        """Wake the waiters of this game, and only them."""
+        for woken in self._waiters.pop(game_id, ()):
+            if not woken.done():
+                woken.set_result(None)
 
     async def take(self, key: str, rate: float, burst: int) -> float:
         return self._buckets.take(key, rate, burst)  # one process: shared already

@@ -6,15 +6,25 @@ one cluster slot and one Lua script may touch them together:
 * ``{prefix}:{<game_id>}:g``: a hash with fields ``state``, ``version``, ``meta``;
 * ``{prefix}:{<game_id>}:e``: a Redis Stream of the game's events, entry id
   ``<version>-<seq>``, field ``p`` = the event's payload;
-* ``{prefix}:{<game_id>}:r:<request_key>``: a string, a remembered response.
+* ``{prefix}:{<game_id>}:r:<request_key>``: a string, a remembered response;
+* the pub/sub channel named like the stream, ``{prefix}:{<game_id>}:e``: the
+  scripts PUBLISH the game's new version there after appending events.
 
 :meth:`RedisStore.create` and :meth:`RedisStore.commit` are each one Lua script
 (atomic on the server; every key it touches is passed in ``KEYS``). Reads are
 plain commands. Everything goes through :mod:`service.store.resp`, a lean
 client that pipelines every call of the process over a few shared
-connections (redis-py's asyncio client cost five times its CPU per command);
-blocking stream reads (``XREAD BLOCK``) each get a connection of their own,
-so long-polling watchers never hold up the requests queued on a shared one.
+connections (redis-py's asyncio client cost five times its CPU per command).
+
+Watchers hold no connection of their own: :meth:`RedisStore.wait_events`
+subscribes to the game's channel on the process's one subscriber connection
+(:mod:`service.store.pubsub`, refcounted per game), checks the stream with a
+plain ``XREAD`` once subscribed, and waits for a notification (or its
+timeout) before reading again. The watchers of one game, woken together,
+share one read. A notification is a hint, never the data:
+whatever a waiter reads comes from the stream, so one lost with a connection
+costs a re-check, not an event. Plain PUBLISH reaches every node of a
+cluster, so one subscription on any node hears every game.
 On Redis Cluster every call goes to the node owning its game's slot (the
 client follows ``MOVED`` and ``ASK``); with a ``redis+sentinel://`` URL, to
 the master the sentinels name, followed through failovers (see
@@ -28,6 +38,8 @@ on the next call once it is back: the process never needs a restart.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import hashlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -41,6 +53,7 @@ from service.store import (
     StoreFullError,
     StoreUnavailableError,
 )
+from service.store.pubsub import Subscriber
 from service.store.resp import Arg, ReplyError, RespClient, Script, redact_url
 
 _T = TypeVar("_T")
@@ -48,7 +61,8 @@ _T = TypeVar("_T")
 # create: KEYS = game hash, event stream[, request key]
 # ARGV = state, version, meta, game ttl ms, request ttl ms, has response (0/1),
 #        response, then <stream id>, <payload> per event (ids strictly increasing).
-# Returns {"ok"} | {"remembered", response} | {"exists"}.
+# Returns {"ok"} | {"remembered", response} | {"exists"}. Publishes the version
+# on the channel named like the stream when it wrote events.
 # The shebang (Redis 7 script flags, none given) makes Redis refuse the whole
 # script up front when it is over maxmemory: without it Redis checks memory
 # only at the first write command, and DEL is not one, so a full Redis used
@@ -74,6 +88,8 @@ if #ARGV >= 8 then redis.call('PEXPIRE', stream, ARGV[4]) end
 if request and ARGV[6] == '1' then
   redis.call('SET', request, ARGV[7], 'PX', ARGV[5])
 end
+-- Last, once written: a woken watcher reads what this script wrote.
+if #ARGV >= 8 then redis.call('PUBLISH', stream, ARGV[2]) end
 return {'ok'}
 """
 
@@ -81,7 +97,8 @@ return {'ok'}
 # ARGV = expected version, new version, state, game ttl ms, request ttl ms,
 #        response, then <stream id>, <payload> per event (ids strictly increasing).
 # Returns "ok" | "not_found" | "version_mismatch" | "bad_event_id"; nothing
-# is written unless it returns "ok". Refused up front at maxmemory, as create.
+# is written (or published) unless it returns "ok". Refused up front at
+# maxmemory, as create.
 _COMMIT_LUA = """#!lua
 local game, stream, request = KEYS[1], KEYS[2], KEYS[3]
 local current = redis.call('HGET', game, 'version')
@@ -104,6 +121,8 @@ end
 redis.call('PEXPIRE', game, ARGV[4])
 redis.call('PEXPIRE', stream, ARGV[4])
 if request then redis.call('SET', request, ARGV[6], 'PX', ARGV[5]) end
+-- Last, once written: a woken watcher reads what this script wrote.
+if #ARGV >= 7 then redis.call('PUBLISH', stream, ARGV[2]) end
 return 'ok'
 """
 
@@ -179,7 +198,6 @@ class RedisStore:
         connect_timeout: float = 1.0,
         timeout: float = 2.0,
         connections: int = 2,
-        max_waiters: int = 4096,
     ) -> None:
         if game_ttl <= 0 or request_ttl <= 0:
             raise ValueError("TTLs must be positive")
@@ -192,14 +210,17 @@ class RedisStore:
         self._timeout = timeout
         self._connect_timeout = connect_timeout
         # Requests: a few shared connections, pipelined, short timeouts;
-        # blocking XREADs: up to max_waiters connections of their own.
+        # watchers: one subscriber connection, following the client's master.
         self._client = RespClient(
-            url,
-            connections=connections,
-            connect_timeout=connect_timeout,
-            timeout=timeout,
-            max_blocking=max_waiters,
+            url, connections=connections, connect_timeout=connect_timeout, timeout=timeout
         )
+        self._subscriber = Subscriber(
+            self._client.subscriber_addresses, connect_timeout=connect_timeout, timeout=timeout
+        )
+        self._client.on_master_switch(self._subscriber.reconnect)
+        # Stream reads in flight, by (stream, start): the watchers of a game,
+        # woken together, share one (see _read_shared).
+        self._reads: dict[tuple[str, str], tuple[int, asyncio.Future[list[StoredEvent]]]] = {}
         self._create_script = Script(self._client, _CREATE_LUA)
         self._commit_script = Script(self._client, _COMMIT_LUA)
         self._take_script = Script(self._client, _TAKE_LUA)
@@ -356,24 +377,57 @@ class RedisStore:
         version, seq = after
         start = "0-0" if version < 0 else _stream_id(version, max(seq, 0))
         what = f"wait for events of game {game_id}"
-        if timeout <= 0:
+
+        async def read() -> list[StoredEvent]:
             reply = await self._read(
                 what, lambda: self._client.call("XREAD", "STREAMS", key, start, route=key)
             )
             return self._stream_reply(reply)
+
+        if timeout <= 0:
+            return await read()
+        deadline = time.monotonic() + timeout
+        # The channel is named like the stream (the scripts publish there).
         async with self._guard(what):
-            reply = await self._client.blocking_call(
-                "XREAD",
-                "BLOCK",
-                _ms(timeout),
-                "STREAMS",
-                key,
-                start,
-                route=key,
-                # Redis answers by the end of the BLOCK: past that it is silent.
-                timeout=timeout + self._timeout,
-            )
-        return self._stream_reply(reply)
+            with self._subscriber.subscribe(key) as notices:
+                while True:
+                    # Subscribed before the read: a commit after it wakes the wait.
+                    await notices.ready(self._timeout)
+                    found = await self._read_shared(key, start, notices.stamp, read)
+                    remaining = deadline - time.monotonic()
+                    if found or remaining <= 0 or not await notices.wait(remaining):
+                        return found
+
+    async def _read_shared(
+        self,
+        key: str,
+        start: str,
+        stamp: int,
+        read: Callable[[], Awaitable[list[StoredEvent]]],
+    ) -> list[StoredEvent]:
+        """``read()``, or the same read of ``key`` from ``start`` that another
+        waiter began while the channel had this ``stamp`` (subscribed, nothing
+        heard since): whatever that read misses was committed after it ran,
+        so its notification is still to come and wakes this waiter too."""
+        slot = (key, start)
+        shared = self._reads.get(slot)
+        if shared is None or shared[0] != stamp:
+            task = asyncio.ensure_future(read())
+            shared = self._reads[slot] = (stamp, task)
+            task.add_done_callback(functools.partial(self._read_done, slot, shared))
+        # Shielded: a waiter that goes away does not cancel the others' read.
+        return list(await asyncio.shield(shared[1]))
+
+    def _read_done(
+        self,
+        slot: tuple[str, str],
+        shared: tuple[int, asyncio.Future[list[StoredEvent]]],
+        task: asyncio.Future[list[StoredEvent]],
+    ) -> None:
+        if self._reads.get(slot) is shared:
+            del self._reads[slot]
+        if not task.cancelled():
+            task.exception()  # raised to whoever waited; retrieved here for the rest
 
     @staticmethod
     def _stream_reply(reply: Any) -> list[StoredEvent]:
@@ -400,4 +454,5 @@ class RedisStore:
             raise StoreUnavailableError(f"redis store at {self._where}: PING not answered")
 
     async def close(self) -> None:
+        await self._subscriber.close()
         await self._client.close()

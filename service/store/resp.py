@@ -10,9 +10,10 @@ event loop leave in one write, replies come back in order (RESP guarantees
 it per connection) and hiredis parses them. Concurrent requests are thereby
 pipelined for free, in both directions.
 
-Blocking reads (``XREAD BLOCK``) would hold up every call queued behind
-them on a shared connection: :meth:`RespClient.blocking_call` gives each one
-a connection of its own, kept for reuse once it has answered.
+Nothing here blocks a connection: a watcher waits for a game's pub/sub
+notification on the process's one subscriber connection
+(:mod:`service.store.pubsub`, placed by :meth:`RespClient.subscriber_addresses`),
+then reads with an ordinary call.
 
 Redis Cluster: a call names the key it is ``route``d by. A standalone server
 ignores that. A cluster node that does not own the key's slot answers
@@ -48,7 +49,7 @@ import hashlib
 import logging
 import ssl
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -71,8 +72,6 @@ _SWITCH_PING: Final = 5.0
 #: Pauses between rounds of (re)subscribing to the sentinels: doubling, capped.
 _SWITCH_RETRY_MIN: Final = 0.1
 _SWITCH_RETRY_MAX: Final = 2.0
-#: Idle connections kept per node for blocking calls.
-_MAX_IDLE_BLOCKING: Final = 32
 
 
 def _crc16_table() -> tuple[int, ...]:
@@ -300,15 +299,12 @@ class _Connection(asyncio.Protocol):
 
     # -- calls ----------------------------------------------------------------
 
-    def send(
-        self, payload: bytes, count: int, timeout: float | None = None
-    ) -> list[asyncio.Future[Any]]:
-        """Write ``payload`` (``count`` encoded commands); their futures, in
-        order. ``timeout`` replaces the connection's for these (a blocking call)."""
+    def send(self, payload: bytes, count: int) -> list[asyncio.Future[Any]]:
+        """Write ``payload`` (``count`` encoded commands); their futures, in order."""
         if self.closed or self._transport is None or self._transport.is_closing():
             raise ConnectionError("connection to Redis is closed")
         loop = asyncio.get_running_loop()
-        deadline = time.monotonic() + (self._timeout if timeout is None else timeout)
+        deadline = time.monotonic() + self._timeout
         futures = [loop.create_future() for _ in range(count)]
         for future in futures:
             self._pending.append((future, deadline))
@@ -355,8 +351,7 @@ class _Connection(asyncio.Protocol):
 
 
 class _Node:
-    """One server: ``connections`` shared, pipelined connections for ordinary
-    calls, and dedicated ones for blocking calls."""
+    """One server: ``connections`` shared, pipelined connections."""
 
     def __init__(self, address: Address, client: RespClient) -> None:
         self.address = address
@@ -364,8 +359,6 @@ class _Node:
         self._shared: list[_Connection | None] = [None] * client.connections
         self._connecting: list[asyncio.Future[_Connection] | None] = [None] * client.connections
         self._next = 0
-        self._idle: list[_Connection] = []
-        self._blocking = 0
         self._closed = False
 
     def __repr__(self) -> str:
@@ -405,43 +398,12 @@ class _Node:
                 return [exc]
         return _settled(await asyncio.gather(*futures, return_exceptions=True))
 
-    async def blocking(self, payload: bytes, count: int, timeout: float) -> list[Any]:
-        """Like :meth:`send`, on a connection no other call shares, with its
-        own ``timeout``."""
-        if self._closed:
-            raise ConnectionError("client closed")
-        if self._blocking >= self._client.max_blocking:
-            raise ConnectionError(
-                f"{self._blocking} blocking calls already wait on {self!r}: no more connections"
-            )
-        self._blocking += 1
-        connection: _Connection | None = None
-        try:
-            while self._idle and connection is None:
-                candidate = self._idle.pop()
-                if not candidate.closed:
-                    connection = candidate
-            if connection is None:
-                connection = await self._open(f"{self._client.client_name}-blocking")
-            futures = connection.send(payload, count, timeout=timeout)
-            replies = _settled(await asyncio.gather(*futures, return_exceptions=True))
-            # Answered in full: the connection is clean and can serve another.
-            if not self._closed and len(self._idle) < _MAX_IDLE_BLOCKING:
-                self._idle.append(connection)
-                connection = None
-            return replies
-        finally:
-            self._blocking -= 1
-            if connection is not None:  # cancelled or failed mid-call: never reuse it
-                connection.close()
-
     def close(self) -> None:
         self._closed = True
-        for connection in (*self._shared, *self._idle):
+        for connection in self._shared:
             if connection is not None:
                 connection.close()
         self._shared = [None] * len(self._shared)
-        self._idle = []
 
     async def _open(self, name: str) -> _Connection:
         address = self.address
@@ -517,7 +479,6 @@ class RespClient:
         connect_timeout: float = 1.0,
         timeout: float = 2.0,
         client_name: str = "railyard",
-        max_blocking: int = 4096,
     ) -> None:
         if connections < 1:
             raise ValueError("at least one connection")
@@ -525,7 +486,6 @@ class RespClient:
         self.connect_timeout = connect_timeout
         self.timeout = timeout
         self.client_name = client_name
-        self.max_blocking = max_blocking
         self._sentinel = SentinelConfig.parse(url) if SentinelConfig.applies(url) else None
         self._address = Address.parse(url) if self._sentinel is None else self._sentinel.master
         # The URL's server; under Sentinel a stand-in until the master is found.
@@ -544,6 +504,8 @@ class RespClient:
         self._map: list[_Node] | None = None
         self._refresh: asyncio.Task[None] | None = None
         self._closed = False
+        #: Called when the sentinels name a new master (a subscriber moves to it).
+        self._on_master_switch: list[Callable[[], None]] = []
 
     @property
     def cluster(self) -> bool:
@@ -556,7 +518,7 @@ class RespClient:
         node that can, the URL's first: it may be the one that is down."""
         if route is None and self._map is not None:
             return await self._any_node(encode(args))
-        (reply,) = await self._run(encode(args), 1, route, blocking=None)
+        (reply,) = await self._run(encode(args), 1, route)
         if isinstance(reply, ReplyError):
             raise reply
         return reply
@@ -582,19 +544,34 @@ class RespClient:
         in order. The first error reply is raised. On a cluster every command
         must touch ``route``'s slot only."""
         payload = b"".join(encode(c) for c in commands)
-        replies = await self._run(payload, len(commands), route, blocking=None)
+        replies = await self._run(payload, len(commands), route)
         for reply in replies:
             if isinstance(reply, ReplyError):
                 raise reply
         return replies
 
-    async def blocking_call(self, *args: Arg, route: str | None, timeout: float) -> Any:
-        """One blocking command (``XREAD BLOCK``) on a connection of its own,
-        failed with :class:`TimeoutError` after ``timeout`` seconds."""
-        (reply,) = await self._run(encode(args), 1, route, blocking=timeout)
-        if isinstance(reply, ReplyError):
-            raise reply
-        return reply
+    async def subscriber_addresses(self) -> list[Address]:
+        """Where a pub/sub subscription hears every PUBLISH of the store: the
+        server; under Sentinel, the master (found first if need be); on a
+        cluster any node, as a plain PUBLISH reaches them all: the URL's node
+        first, then the others known from the slot map."""
+        if self._closed:
+            raise ConnectionError("client closed")
+        if not self._master_known:
+            await self._find_master()
+        if self._sentinel is not None:
+            return [self._seed.address]
+        others = (n.address for n in self._nodes.values() if n is not self._seed)
+        return [self._seed.address, *others]
+
+    def on_master_switch(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` whenever the sentinels announce a new master, or
+        the master found differs from the one used so far."""
+        self._on_master_switch.append(callback)
+
+    def _master_switched(self) -> None:
+        for callback in self._on_master_switch:
+            callback()
 
     async def close(self) -> None:
         self._closed = True
@@ -611,9 +588,7 @@ class RespClient:
 
     # -- routing ------------------------------------------------------------
 
-    async def _run(
-        self, payload: bytes, count: int, route: str | None, blocking: float | None
-    ) -> list[Any]:
+    async def _run(self, payload: bytes, count: int, route: str | None) -> list[Any]:
         if self._closed:
             raise ConnectionError("client closed")
         if not self._master_known:
@@ -628,10 +603,7 @@ class RespClient:
             else:
                 wire, sent = payload, count
             try:
-                if blocking is None:
-                    replies = await node.send(wire, sent)
-                else:
-                    replies = await node.blocking(wire, sent, blocking)
+                replies = await node.send(wire, sent)
             except (ConnectionError, TimeoutError):
                 if self._map is not None:
                     self._schedule_refresh()  # a failover may have moved the slot
@@ -711,6 +683,8 @@ class RespClient:
                 log.info("redis master %r is at %s:%d", config.master_name, host, port)
                 self._drop(self._seed)
                 self._seed = master
+                self._master_known = True
+                self._master_switched()
             self._master_known = True
             self._sentinel_nodes.insert(0, self._sentinel_nodes.pop(index))
             return
@@ -775,12 +749,12 @@ class RespClient:
                     if _switched(reply, name):
                         log.info("redis sentinel: master %r switched: %s", name, reply[2].decode())
                         self._master_known = False
+                        self._master_switched()
         finally:
             writer.close()
 
     def _drop(self, node: _Node) -> None:
-        """Forget a server that is no longer the master (closing its shared
-        connections; a blocking call on it ends by its own timeout)."""
+        """Forget a server that is no longer the master (closing its connections)."""
         key = (node.address.host, node.address.port)
         if self._nodes.get(key) is node:
             del self._nodes[key]
