@@ -50,3 +50,18 @@ def test_service_benchmark_runs_against_its_floor() -> None:
     )
     assert "grpc floor:" in out
     assert "errors 0" in out
+
+
+def test_watchers_benchmark_runs() -> None:
+    out = run_bench(
+        "bench/watchers.py",
+        "--watchers",
+        "10",
+        "--games",
+        "2",
+        "--moves",
+        "2",
+        "--transport",
+        "http",
+    )
+    assert '"watchers_complete_in_order": 10' in out
