@@ -31,7 +31,14 @@ from service.identity import TrustedProxies, rate_key
 from service.jsonwire import to_dict
 from service.ratelimit import TokenBuckets
 from service.settings import Settings
-from service.store import Commit, GameRecord, Store, StoredEvent, StoreUnavailableError
+from service.store import (
+    Commit,
+    GameExistsError,
+    GameRecord,
+    Store,
+    StoredEvent,
+    StoreUnavailableError,
+)
 from service.telemetry import Metrics
 
 log = logging.getLogger("railyard")
@@ -102,16 +109,16 @@ class _Loaded:
     __slots__ = ("game", "record", "seats")
 
     def __init__(self, record: GameRecord) -> None:
+        """Raises :class:`engine.CorruptStateError` for a record this service
+        did not write (GameApp._load answers it)."""
         self.record = record
-        self.seats = Seats.from_bytes(record.meta)
         try:
+            self.seats = Seats.from_bytes(record.meta)
             self.game = engine.load_dict(orjson.loads(record.state))
-        except orjson.JSONDecodeError as exc:
-            log.error("game %s: stored state is not JSON: %s", record.game_id, exc)
-            raise err.from_engine(engine.CorruptStateError(str(exc))) from exc
-        except engine.CorruptStateError as exc:
-            log.error("game %s: stored state unreadable: %s", record.game_id, exc)
-            raise err.from_engine(exc) from exc
+        except (ValueError, KeyError, TypeError) as exc:  # orjson's and json's errors included
+            if isinstance(exc, engine.CorruptStateError):
+                raise
+            raise engine.CorruptStateError(f"{type(exc).__name__}: {exc}") from exc
 
 
 #: Marks a remembered ApplyMove answer that starts with its request's
@@ -188,6 +195,11 @@ class GameApp:
 
     # ------------------------------------------------------------ helpers
 
+    def _store_failed(self, exc: StoreUnavailableError) -> ServiceError:
+        """The API error for a store failure, counted."""
+        self.metrics.store_unavailable.inc()
+        return err.from_store(exc)
+
     async def _admit(self, key: str) -> None:
         """RESOURCE_EXHAUSTED when the bucket ``key`` is over ``rate_limit``:
         in this replica, or, with ``rate_limit_scope = "store"``, across every
@@ -239,10 +251,17 @@ class GameApp:
         try:
             record = await self.store.load(game_id)
         except StoreUnavailableError as exc:
-            raise err.from_store(exc) from exc
+            raise self._store_failed(exc) from exc
         if record is None:
             raise err.not_found(game_id)
-        return _Loaded(record)
+        try:
+            return _Loaded(record)
+        except engine.CorruptStateError as exc:
+            # Not transient: a retry would fail the same way. The operator
+            # must look, so it is logged with the game and counted.
+            log.error("game %s: the stored state cannot be read: %s", game_id, exc)
+            self.metrics.corrupt_states.inc()
+            raise err.corrupt_state(game_id) from exc
 
     @staticmethod
     def _seat(loaded: _Loaded, caller: Caller, required: bool) -> int | None:
@@ -375,7 +394,18 @@ class GameApp:
         try:
             remembered = await self.store.create(record, events, key, payload)
         except StoreUnavailableError as exc:
-            raise err.from_store(exc) from exc
+            raise self._store_failed(exc) from exc
+        except GameExistsError as exc:
+            # The id follows from the request: this request created the game
+            # more than request_ttl ago, and its answer (the seat tokens) is
+            # no longer kept.
+            raise err.invalid(
+                f"requestId {request.request_id!r} created game {game_id} more than "
+                f"{self.settings.request_ttl:g} s ago; that answer is no longer kept: "
+                "give a new request a new id",
+                field="requestId",
+                gameId=game_id,
+            ) from exc
         if remembered is not None:
             return pb.CreateGameResponse.FromString(remembered)
         log.info("game %s created: %d players, %s", game_id, len(players), ruleset.preset)
@@ -463,7 +493,7 @@ class GameApp:
                     _REMEMBERED + fingerprint + answer.proto().SerializeToString() if key else None,
                 )
             except StoreUnavailableError as exc:
-                raise err.from_store(exc) from exc
+                raise self._store_failed(exc) from exc
             if result is Commit.OK:
                 self.metrics.person_moves.inc()
                 self.metrics.bot_moves.inc(bot_moves)
@@ -498,7 +528,7 @@ class GameApp:
         try:
             data = await self.store.recall(request.game_id, key)
         except StoreUnavailableError as exc:
-            raise err.from_store(exc) from exc
+            raise self._store_failed(exc) from exc
         if data is None:
             return None
         if data.startswith(_REMEMBERED):
@@ -561,13 +591,13 @@ class GameApp:
             try:
                 batch = await self.store.wait_events(game_id, position, self.settings.keepalive)
             except StoreUnavailableError as exc:
-                raise err.from_store(exc) from exc
+                raise self._store_failed(exc) from exc
             if not batch:
                 try:
                     if await self.store.load(game_id) is None:
                         return  # expired while watched
                 except StoreUnavailableError as exc:
-                    raise err.from_store(exc) from exc
+                    raise self._store_failed(exc) from exc
                 yield None
                 continue
             # A batch holds whole versions: each commit appends all of its
@@ -592,7 +622,7 @@ class GameApp:
         try:
             stored = await self.store.read_events(game_id, -1)
         except StoreUnavailableError as exc:
-            raise err.from_store(exc) from exc
+            raise self._store_failed(exc) from exc
         game = loaded.game
         response = pb.GetGameLogResponse(
             events=[convert.redact(pb.GameEvent.FromString(e.payload), None) for e in stored],

@@ -39,6 +39,8 @@ HTTP_STATUS: Final[dict[grpc.StatusCode, int]] = {
     grpc.StatusCode.UNIMPLEMENTED: 501,
     grpc.StatusCode.UNAVAILABLE: 503,
     grpc.StatusCode.DEADLINE_EXCEEDED: 504,
+    grpc.StatusCode.INTERNAL: 500,
+    grpc.StatusCode.DATA_LOSS: 500,
 }
 
 
@@ -141,6 +143,18 @@ def bots_busy() -> ServiceError:
     )
 
 
+def corrupt_state(game_id: str) -> ServiceError:
+    """A stored game this service cannot read. Not transient (UNAVAILABLE
+    would have clients retry for ever): DATA_LOSS, as grpc-gateway's 500."""
+    return ServiceError(
+        grpc.StatusCode.DATA_LOSS,
+        "CORRUPT_STATE",
+        f"game {game_id!r} is stored in a form this server cannot read; it cannot be "
+        "played on (the operator has it in the log)",
+        {"gameId": game_id},
+    )
+
+
 def shutting_down() -> ServiceError:
     """A WatchGame stream ended by its server's graceful shutdown (gRPC; SSE
     ends with a comment instead). Ended between two versions: watching again
@@ -192,7 +206,7 @@ _ENGINE: Final[list[tuple[type[engine.RailyardError], grpc.StatusCode, str]]] = 
     (engine.NotYourTurnError, grpc.StatusCode.FAILED_PRECONDITION, "NOT_YOUR_TURN"),
     (engine.GameOverError, grpc.StatusCode.FAILED_PRECONDITION, "GAME_OVER"),
     (engine.IllegalMoveError, grpc.StatusCode.FAILED_PRECONDITION, "ILLEGAL_MOVE"),
-    (engine.CorruptStateError, grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE"),
+    (engine.CorruptStateError, grpc.StatusCode.DATA_LOSS, "CORRUPT_STATE"),
     (engine.RailyardError, grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT"),
 ]
 

@@ -89,6 +89,11 @@ class Metrics:
             "Calls answered UNAVAILABLE because the store did not answer",
             registry=registry,
         )
+        self.corrupt_states = Counter(
+            "railyard_corrupt_states",
+            "Loads of a stored game that could not be read (DATA_LOSS CORRUPT_STATE)",
+            registry=registry,
+        )
         self.watches = Gauge(
             "railyard_watch_streams", "WatchGame streams open now", registry=registry
         )

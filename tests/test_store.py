@@ -16,7 +16,7 @@ import pytest
 import redis
 from redis.crc import key_slot
 
-from service.store import Commit, GameRecord, StoredEvent, StoreUnavailableError
+from service.store import Commit, GameExistsError, GameRecord, StoredEvent, StoreUnavailableError
 from service.store.memory import MemoryStore
 from service.store.redis import RedisStore
 from tests.redis_harness import RedisServer
@@ -92,9 +92,9 @@ def test_create_twice_with_a_remembered_request_returns_the_first_answer(make_st
         assert await store.read_events(GAME, -1) == OPENING
         assert await store.recall(GAME, "create:r1") == b"first"
         # Another request for an existing game id is a bug of the caller.
-        with pytest.raises(ValueError, match="exists"):
+        with pytest.raises(GameExistsError, match="exists"):
             await store.create(again, [], "create:r2", b"third")
-        with pytest.raises(ValueError, match="exists"):
+        with pytest.raises(GameExistsError, match="exists"):
             await store.create(again, [], None, None)
         assert await store.load(GAME) == RECORD
         assert await store.recall(GAME, "create:r2") is None
@@ -416,7 +416,7 @@ def test_a_response_is_forgotten_after_its_ttl(make_store):
         assert await store.recall(GAME, "create:k") is None
         assert await store.recall(GAME, "m:k") is None
         assert (await store.load(GAME)).version == 2
-        with pytest.raises(ValueError, match="exists"):
+        with pytest.raises(GameExistsError, match="exists"):
             await store.create(RECORD, OPENING, "create:k", b"c")
         await store.close()
 

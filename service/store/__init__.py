@@ -25,6 +25,12 @@ class StoreUnavailableError(Exception):
     Its text names the store and what failed: for the log, never a client."""
 
 
+class GameExistsError(Exception):
+    """A create for a game id that is taken, with no answer remembered under
+    its request key (a request id retried after ``request_ttl``, while the
+    game it created lives on)."""
+
+
 class StoreFullError(StoreUnavailableError):
     """The store refused to grow (Redis at ``maxmemory`` with ``noeviction``):
     a create wrote nothing."""
@@ -78,8 +84,9 @@ class Store(Protocol):
         If ``request_key`` is already remembered for this game id, create
         nothing and return the remembered response; else store ``response``
         under it and return ``None``. A game id that exists with no such
-        remembered request raises ``ValueError`` (ids are random, or derived
-        from the request, so this is a programming error).
+        remembered request raises :class:`GameExistsError` (ids are random,
+        or derived from the request: a request id retried after its answer
+        expired).
         """
         ...
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from service.ratelimit import TokenBuckets
-from service.store import Commit, GameRecord, StoredEvent
+from service.store import Commit, GameExistsError, GameRecord, StoredEvent
 
 
 @dataclass
@@ -116,7 +116,7 @@ class MemoryStore:
                 remembered = self._recall(game, request_key, now)
                 if remembered is not None:
                     return remembered
-            raise ValueError(f"game {record.game_id} exists")
+            raise GameExistsError(f"game {record.game_id} exists")
         game = _Game(record, list(events), now + self._game_ttl)
         if request_key is not None and response is not None:
             game.requests[request_key] = (response, now + self._request_ttl)

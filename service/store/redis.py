@@ -48,6 +48,7 @@ from typing import Any, TypeVar
 
 from service.store import (
     Commit,
+    GameExistsError,
     GameRecord,
     StoredEvent,
     StoreFullError,
@@ -302,7 +303,7 @@ class RedisStore:
             return None
         if status == b"remembered":
             return bytes(reply[1])
-        raise ValueError(f"game {game_id} exists")
+        raise GameExistsError(f"game {game_id} exists")
 
     async def load(self, game_id: str) -> GameRecord | None:
         key = self.game_key(game_id)

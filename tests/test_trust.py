@@ -1,0 +1,144 @@
+"""Contract and trust (issue 10), against real servers and a real Redis:
+failures answered for what they are, and counted."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import pytest
+
+from service.api import game_service_pb2 as pb
+from service.app import Caller, GameApp
+from service.errors import ServiceError
+from service.settings import Settings
+from service.store.memory import MemoryStore
+from service.store.redis import RedisStore
+from tests.redis_harness import RedisServer
+from tests.service_helpers import expect_error, people, run
+from tests.test_service_resilience import ERROR_INFO, free_port, instance
+
+
+def metric(exposition: bytes, name: str) -> float:
+    for line in exposition.decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"no metric {name}")
+
+
+@pytest.mark.parametrize("field", ["state", "meta"])
+def test_a_stored_game_that_cannot_be_read_is_data_loss_not_unavailable(
+    redis_url: str, redis_server: RedisServer, field: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A corrupt stored game used to be answered UNAVAILABLE "retry shortly":
+    clients retried for ever. It is DATA_LOSS CORRUPT_STATE (HTTP 500) on
+    both transports, logged with the game id, and counted."""
+
+    async def go() -> None:
+        async with instance(RedisStore(redis_url), Settings(bot_processes=0)) as svc:
+            created = await svc.stub.CreateGame(pb.CreateGameRequest(players=people(2)))
+            game_id = created.game.game_id
+            redis_server.command("HSET", f"ry:{{{game_id}}}:g", field, "not what we wrote")
+            code, reason, meta = await expect_error(
+                lambda: svc.stub.GetGame(pb.GetGameRequest(game_id=game_id))
+            )
+            assert (code, reason, meta["gameId"]) == (
+                grpc.StatusCode.DATA_LOSS,
+                "CORRUPT_STATE",
+                game_id,
+            )
+            response = await svc.http.get(f"/v1/games/{game_id}")
+            assert response.status_code == 500
+            (info,) = response.json()["details"]
+            assert (info["@type"], info["reason"]) == (ERROR_INFO, "CORRUPT_STATE")
+            assert "not what we wrote" not in response.text
+            assert metric(svc.app.metrics.exposition(), "railyard_corrupt_states_total") == 2
+
+    with caplog.at_level("ERROR", logger="railyard"):
+        run(go())
+    assert any(game_line for game_line in caplog.messages if "cannot be read" in game_line)
+
+
+def test_store_unavailable_is_counted() -> None:
+    """railyard_store_unavailable_total counts the calls answered 503
+    STORE_UNAVAILABLE (it was declared and never incremented)."""
+
+    async def go() -> None:
+        store = RedisStore(f"redis://127.0.0.1:{free_port()}/0")
+        app = GameApp(store, Settings(bot_processes=0))
+        try:
+            for _ in range(3):
+                with pytest.raises(ServiceError) as refused:
+                    await app.get_game("0" * 20, Caller())
+                assert refused.value.reason == "STORE_UNAVAILABLE"
+            assert metric(app.metrics.exposition(), "railyard_store_unavailable_total") == 3
+        finally:
+            app.close()
+            await store.close()
+
+    run(go())
+
+
+def test_memory_store_corrupt_state_too() -> None:
+    """The memory store goes through the same load: DATA_LOSS there too."""
+
+    async def go() -> None:
+        store = MemoryStore()
+        app = GameApp(store, Settings(bot_processes=0))
+        created = await app.create_game(pb.CreateGameRequest(players=people(2)), Caller())
+        game_id = created.game.game_id
+        held = store._games[game_id]
+        held.record = type(held.record)(game_id, held.record.version, b"{}", held.record.meta)
+        with pytest.raises(ServiceError) as refused:
+            await app.get_game(game_id, Caller())
+        assert (refused.value.code, refused.value.reason) == (
+            grpc.StatusCode.DATA_LOSS,
+            "CORRUPT_STATE",
+        )
+        app.close()
+
+    asyncio.run(go())
+
+
+@pytest.mark.parametrize("kind", ["memory", "redis"])
+def test_create_game_retried_after_the_request_ttl_is_a_clear_4xx(
+    redis_url: str, kind: str
+) -> None:
+    """A CreateGame retried with its requestId after --request-ttl, while the
+    game lives, was HTTP 500 / gRPC UNKNOWN (a ValueError of the stores). It
+    is INVALID_ARGUMENT naming requestId and the game, on both transports,
+    and creates nothing."""
+
+    async def go() -> None:
+        store = (
+            MemoryStore(request_ttl=0.3)
+            if kind == "memory"
+            else RedisStore(redis_url, request_ttl=0.3)
+        )
+        async with instance(store, Settings(request_ttl=0.3, bot_processes=0)) as svc:
+            request = pb.CreateGameRequest(players=people(2), request_id="table 9")
+            first = await svc.stub.CreateGame(request)
+            again = await svc.stub.CreateGame(request)  # within the TTL: the first answer
+            assert again == first
+            await asyncio.sleep(0.5)
+            code, reason, meta = await expect_error(lambda: svc.stub.CreateGame(request))
+            assert (code, reason, meta["field"], meta["gameId"]) == (
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "INVALID_ARGUMENT",
+                "requestId",
+                first.game.game_id,
+            )
+            response = await svc.http.post(
+                "/v1/games",
+                json={
+                    "players": [{"displayName": "P0"}, {"displayName": "P1"}],
+                    "requestId": "table 9",
+                },
+            )
+            assert response.status_code == 400, response.text
+            (info,) = response.json()["details"]
+            assert info["metadata"]["field"] == "requestId"
+            view = await svc.stub.GetGame(pb.GetGameRequest(game_id=first.game.game_id))
+            assert view.version == first.game.version  # the game is as it was
+
+    run(go())
