@@ -17,7 +17,7 @@ from typing import Final
 import grpc
 
 import engine
-from service.store import StoreFullError, StoreUnavailableError
+from service.store import OutcomeUnknownError, StoreFullError, StoreUnavailableError
 
 log = logging.getLogger("railyard.store")
 
@@ -250,6 +250,14 @@ def from_store(err: StoreUnavailableError) -> ServiceError:
     """The API error for a store failure: logged here with its detail (the
     store's address and error text), answered without it."""
     _store_failures.record(err)
+    if isinstance(err, OutcomeUnknownError):
+        return ServiceError(
+            grpc.StatusCode.UNAVAILABLE,
+            "OUTCOME_UNKNOWN",
+            "the change was sent to the game store but its answer was lost: it may have "
+            "been applied. Retry with the same requestId to get its real outcome (without "
+            "one, read the game first)",
+        )
     if isinstance(err, StoreFullError):
         return store_unavailable("the game store is full: nothing was written; retry later")
     return store_unavailable()

@@ -336,7 +336,8 @@ _ERROR_DESCRIPTIONS: Final = {
     409: "ABORTED (VERSION_MISMATCH): expectedVersion is not the game's version",
     429: "RESOURCE_EXHAUSTED (RATE_LIMITED; BOTS_BUSY: CreateGame only, the replica's bot "
     "workers are busy); Retry-After gives the seconds to wait",
-    503: "UNAVAILABLE (STORE_UNAVAILABLE)",
+    503: "UNAVAILABLE (STORE_UNAVAILABLE: nothing changed; OUTCOME_UNKNOWN: a change was sent "
+    "to the store and its answer lost, retry with the same requestId to learn its outcome)",
 }
 
 _GAME_ID_PARAM: Final = {

@@ -4,6 +4,7 @@ failures answered for what they are, and counted."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import grpc
 import pytest
@@ -15,7 +16,7 @@ from service.settings import Settings
 from service.store.memory import MemoryStore
 from service.store.redis import RedisStore
 from tests.redis_harness import RedisServer
-from tests.service_helpers import expect_error, people, run
+from tests.service_helpers import bearer, expect_error, people, run
 from tests.test_service_resilience import ERROR_INFO, free_port, instance
 
 
@@ -140,5 +141,87 @@ def test_create_game_retried_after_the_request_ttl_is_a_clear_4xx(
             assert info["metadata"]["field"] == "requestId"
             view = await svc.stub.GetGame(pb.GetGameRequest(game_id=first.game.game_id))
             assert view.version == first.game.version  # the game is as it was
+
+    run(go())
+
+
+class _FreezesBeforeCommit(RedisStore):
+    """The Redis store, and the real redis-server SIGSTOPped just before a
+    commit is sent: the commit leaves, and no answer comes."""
+
+    def __init__(self, url: str, server: RedisServer) -> None:
+        super().__init__(url, timeout=0.5)
+        self.server = server
+        self.armed = False
+
+    async def commit(self, *args: Any, **kwargs: Any) -> Any:
+        if self.armed:
+            self.armed = False
+            self.server.freeze()
+        return await super().commit(*args, **kwargs)
+
+
+def test_a_commit_whose_answer_is_lost_is_outcome_unknown_and_a_retry_tells(
+    redis_url: str, redis_server: RedisServer
+) -> None:
+    """Redis stalled while a move was between load and commit: the watchdog
+    answered 503 STORE_UNAVAILABLE ("nothing changed"), and after SIGCONT the
+    move was applied. API.md: that is UNAVAILABLE OUTCOME_UNKNOWN, and the
+    retry with the same requestId returns the real outcome, applied once."""
+
+    async def go() -> None:
+        store = _FreezesBeforeCommit(redis_url, redis_server)
+        async with instance(store, Settings(bot_processes=0)) as svc:
+            created = await svc.stub.CreateGame(pb.CreateGameRequest(players=people(2)))
+            game_id = created.game.game_id
+            tokens = {s.seat: s.token for s in created.seats}
+
+            async def next_move(request_id: str) -> tuple[pb.ApplyMoveRequest, str]:
+                view = await svc.stub.GetGame(pb.GetGameRequest(game_id=game_id))
+                token = tokens[view.current_seat]
+                legal = await svc.stub.ListLegalMoves(
+                    pb.ListLegalMovesRequest(game_id=game_id), metadata=bearer(token)
+                )
+                move = legal.moves[0].move
+                return pb.ApplyMoveRequest(game_id=game_id, move=move, request_id=request_id), token
+
+            # One move first: Redis then holds the commit script, and the
+            # frozen one is the script itself (not an EVALSHA answered NOSCRIPT).
+            first, token = await next_move("first")
+            await svc.stub.ApplyMove(first, metadata=bearer(token))
+            before = (await svc.stub.GetGame(pb.GetGameRequest(game_id=game_id))).version
+            request, token = await next_move("lost answer")
+            store.armed = True
+            try:
+                code, reason, _ = await expect_error(
+                    lambda: svc.stub.ApplyMove(request, metadata=bearer(token))
+                )
+            finally:
+                redis_server.thaw()
+            assert (code, reason) == (grpc.StatusCode.UNAVAILABLE, "OUTCOME_UNKNOWN")
+            # Redis runs what it had been sent once it goes on.
+            deadline = asyncio.get_running_loop().time() + 10
+            while True:
+                view = await svc.stub.GetGame(pb.GetGameRequest(game_id=game_id))
+                if view.version == before + 1:
+                    break
+                assert asyncio.get_running_loop().time() < deadline, "the move never landed"
+                await asyncio.sleep(0.05)
+            retried = await svc.stub.ApplyMove(request, metadata=bearer(token))
+            assert retried.game.version == before + 1  # its outcome, not applied again
+            view = await svc.stub.GetGame(pb.GetGameRequest(game_id=game_id))
+            assert view.version == before + 1
+
+            # A store that cannot be reached at all: nothing was sent, and
+            # that is plain STORE_UNAVAILABLE (nothing changed).
+            again, token = await next_move("")
+            redis_server.stop()
+            try:
+                code, reason, _ = await expect_error(
+                    lambda: svc.stub.ApplyMove(again, metadata=bearer(token))
+                )
+                assert (code, reason) == (grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE")
+            finally:
+                redis_server.start()
 
     run(go())

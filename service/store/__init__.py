@@ -31,6 +31,12 @@ class GameExistsError(Exception):
     game it created lives on)."""
 
 
+class OutcomeUnknownError(StoreUnavailableError):
+    """A create or commit was sent and its answer lost (the store stalled, or
+    the connection broke, after it left): it may have been applied. API.md
+    OUTCOME_UNKNOWN: a retry with the same request id learns what happened."""
+
+
 class StoreFullError(StoreUnavailableError):
     """The store refused to grow (Redis at ``maxmemory`` with ``noeviction``):
     a create wrote nothing."""

@@ -50,12 +50,13 @@ from service.store import (
     Commit,
     GameExistsError,
     GameRecord,
+    OutcomeUnknownError,
     StoredEvent,
     StoreFullError,
     StoreUnavailableError,
 )
 from service.store.pubsub import Subscriber
-from service.store.resp import Arg, ReplyError, RespClient, Script, redact_url
+from service.store.resp import Arg, ReplyError, ReplyLostError, RespClient, Script, redact_url
 
 _T = TypeVar("_T")
 
@@ -245,19 +246,22 @@ class RedisStore:
     # -- failures ---------------------------------------------------------
 
     @asynccontextmanager
-    async def _guard(self, what: str) -> AsyncIterator[None]:
+    async def _guard(self, what: str, *, writes: bool = False) -> AsyncIterator[None]:
+        """Redis failures as StoreUnavailableError; for a call that ``writes``,
+        a reply lost after the call was sent as OutcomeUnknownError (it may
+        have run)."""
         try:
             yield
         # OSError covers ConnectionError and TimeoutError; ReplyError is Redis
         # refusing (LOADING, READONLY, OOM, CLUSTERDOWN, ...).
         except (ReplyError, OSError) as exc:
             detail = str(exc) or "no answer"
-            # OOM: over maxmemory under noeviction; a refused script wrote nothing.
-            failure = (
-                StoreFullError
-                if isinstance(exc, ReplyError) and detail.startswith("OOM")
-                else StoreUnavailableError
-            )
+            failure: type[StoreUnavailableError] = StoreUnavailableError
+            if isinstance(exc, ReplyError) and detail.startswith("OOM"):
+                # Over maxmemory under noeviction: a refused script wrote nothing.
+                failure = StoreFullError
+            elif writes and isinstance(exc, ReplyLostError):
+                failure = OutcomeUnknownError
             raise failure(
                 f"redis store at {self._where}: {what} failed: {type(exc).__name__}: {detail}"
             ) from exc
@@ -296,7 +300,7 @@ class RedisStore:
             b"" if response is None else response,
         ]
         args += _event_args(events)
-        async with self._guard(f"create game {game_id}"):
+        async with self._guard(f"create game {game_id}", writes=True):
             reply = await self._create_script(keys=keys, args=args)
         status = reply[0]
         if status == b"ok":
@@ -338,7 +342,7 @@ class RedisStore:
             b"" if response is None else response,
         ]
         args += _event_args(events)
-        async with self._guard(f"commit to game {game_id}"):
+        async with self._guard(f"commit to game {game_id}", writes=True):
             reply = await self._commit_script(keys=keys, args=args)
         if reply == b"ok":
             return Commit.OK

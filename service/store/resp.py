@@ -258,6 +258,17 @@ def encode(args: tuple[Arg, ...]) -> bytes:
     return b"".join(out)
 
 
+class ReplyLostError(ConnectionError):
+    """The command was written to Redis, and the connection failed (or Redis
+    stopped answering) before its reply came: it may have run. A write's
+    outcome is then unknown, not "nothing changed" (API.md OUTCOME_UNKNOWN)."""
+
+
+class ReplyTimedOutError(ReplyLostError, TimeoutError):
+    """:class:`ReplyLostError` because Redis stopped answering (a frozen or
+    swamped server): a TimeoutError too, as every timed-out call."""
+
+
 class _Connection(asyncio.Protocol):
     """One connection; replies are matched to calls in order."""
 
@@ -268,6 +279,8 @@ class _Connection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._watchdog: asyncio.TimerHandle | None = None
         self._out: list[bytes] = []
+        #: The calls at the end of _pending not written yet (corked in _out).
+        self._unsent = 0
         self.closed = False
 
     # -- asyncio.Protocol ---------------------------------------------------
@@ -314,6 +327,7 @@ class _Connection(asyncio.Protocol):
         if not self._out:
             loop.call_soon(self._flush)
         self._out.append(payload)
+        self._unsent += count
         if self._watchdog is None:
             self._watchdog = loop.call_later(self._timeout / 4, self._check)
         return futures
@@ -322,6 +336,7 @@ class _Connection(asyncio.Protocol):
         out, self._out = self._out, []
         if not self.closed and self._transport is not None:
             self._transport.write(out[0] if len(out) == 1 else b"".join(out))
+            self._unsent = 0
 
     def _check(self) -> None:
         """Drop the connection when its oldest call has waited past the timeout:
@@ -340,9 +355,15 @@ class _Connection(asyncio.Protocol):
             self._watchdog.cancel()
             self._watchdog = None
         pending, self._pending = self._pending, collections.deque()
-        for future, _ in pending:
+        # Replies come in order, so the calls still pending were all written
+        # but the last _unsent: those never left, the others may have run.
+        written = len(pending) - self._unsent
+        self._unsent = 0
+        kind = ReplyTimedOutError if isinstance(exc, TimeoutError) else ReplyLostError
+        lost = kind(f"sent, but no reply: {exc}")
+        for i, (future, _) in enumerate(pending):
             if not future.done():
-                future.set_exception(exc)
+                future.set_exception(lost if i < written else exc)
         if self._transport is not None:
             self._transport.abort()
 
