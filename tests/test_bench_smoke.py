@@ -12,7 +12,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_bench(*args: str, timeout: float = 240) -> str:
+def run_bench(*args: str, timeout: float = 240, verdicts: bool = False) -> str:
+    """The benchmark's output; it must exit 0 (``verdicts``: or 1, a target
+    missed, which a smoke run on a loaded machine may well do)."""
     done = subprocess.run(
         [sys.executable, *args],
         cwd=ROOT,
@@ -21,7 +23,10 @@ def run_bench(*args: str, timeout: float = 240) -> str:
         timeout=timeout,
         check=False,
     )
-    assert done.returncode == 0, f"{args}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    allowed = (0, 1) if verdicts else (0,)
+    assert done.returncode in allowed, (
+        f"{args}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    )
     return done.stdout
 
 
@@ -47,8 +52,10 @@ def test_service_benchmark_runs_against_its_floor() -> None:
         "--client-procs",
         "1",
         "--no-pin",
+        verdicts=True,
     )
     assert "grpc floor:" in out
+    assert "verdict" in out
     assert "errors 0" in out
 
 
