@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 
 import grpc
@@ -22,7 +22,7 @@ from service.api import game_service_pb2 as pb
 from service.api import game_service_pb2_grpc as pb_grpc
 from service.app import Caller, GameApp
 from service.errors import DOMAIN, ServiceError
-from service.identity import TrustedProxies, grpc_peer_host
+from service.identity import TrustedProxies, grpc_peer_host, seat_token
 from service.settings import Settings
 from service.streams import until_closed
 
@@ -47,17 +47,17 @@ async def _abort(context: grpc.aio.ServicerContext[object, object], error: Servi
 
 
 def _caller(context: grpc.aio.ServicerContext[object, object], proxies: TrustedProxies) -> Caller:
-    """The bearer token and the client's address: the peer's host (every
-    connection has its own port), through trusted proxies only."""
-    token: str | None = None
+    """The bearer token (:func:`~service.identity.seat_token`: a malformed
+    header raises UNAUTHENTICATED) and the client's address: the peer's host
+    (every connection has its own port), through trusted proxies only."""
+    authorization: list[str] = []
     forwarded: str | None = None
     forwarded_for: str | None = None
     for key, value in context.invocation_metadata() or ():
         if not isinstance(value, str):
             continue
         if key == "authorization":
-            scheme, _, rest = value.partition(" ")
-            token = rest.strip() if scheme.lower() == "bearer" else ""
+            authorization.append(value)
         elif key == "forwarded":
             forwarded = value
         elif key == "x-forwarded-for":
@@ -65,7 +65,7 @@ def _caller(context: grpc.aio.ServicerContext[object, object], proxies: TrustedP
     address = grpc_peer_host(context.peer() or "")
     if proxies.networks:
         address = proxies.client(address, forwarded=forwarded, forwarded_for=forwarded_for)
-    return Caller(token=token, address=address)
+    return Caller(token=seat_token(authorization), address=address)
 
 
 class GameServicer(pb_grpc.GameServiceServicer):
@@ -78,14 +78,20 @@ class GameServicer(pb_grpc.GameServiceServicer):
         return _caller(context, self.app.proxies)
 
     async def _run(
-        self, method: str, context: grpc.aio.ServicerContext[object, object], call: Awaitable[T]
+        self,
+        method: str,
+        context: grpc.aio.ServicerContext[object, object],
+        call: Callable[[Caller], Awaitable[T]],
     ) -> T:
-        """``call``'s answer, or its ServiceError as the call's status; timed
-        and counted (telemetry) either way."""
+        """``call``'s answer for the caller, or its ServiceError as the call's
+        status; timed and counted (telemetry) either way. The caller is read
+        in here, not by the handler: a malformed authorization header is a
+        ServiceError too, and outside this try it would reach grpc as an
+        unexpected exception (UNKNOWN)."""
         begun = time.perf_counter()
         code = "UNKNOWN"  # a bug: grpc answers UNKNOWN
         try:
-            answer = await call
+            answer = await call(self._caller(context))
             code = "OK"
             return answer
         except ServiceError as error:
@@ -102,14 +108,14 @@ class GameServicer(pb_grpc.GameServiceServicer):
         self, request: pb.CreateGameRequest, context: grpc.aio.ServicerContext[object, object]
     ) -> pb.CreateGameResponse:
         return await self._run(
-            "CreateGame", context, self.app.create_game(request, self._caller(context))
+            "CreateGame", context, lambda caller: self.app.create_game(request, caller)
         )
 
     async def GetGame(  # noqa: N802
         self, request: pb.GetGameRequest, context: grpc.aio.ServicerContext[object, object]
     ) -> pb.GameView:
         return await self._run(
-            "GetGame", context, self.app.get_game(request.game_id, self._caller(context))
+            "GetGame", context, lambda caller: self.app.get_game(request.game_id, caller)
         )
 
     async def ListLegalMoves(  # noqa: N802
@@ -118,23 +124,25 @@ class GameServicer(pb_grpc.GameServiceServicer):
         return await self._run(
             "ListLegalMoves",
             context,
-            self.app.list_legal_moves(request.game_id, self._caller(context)),
+            lambda caller: self.app.list_legal_moves(request.game_id, caller),
         )
 
     async def ApplyMove(  # noqa: N802
         self, request: pb.ApplyMoveRequest, context: grpc.aio.ServicerContext[object, object]
     ) -> pb.ApplyMoveResponse:
         return await self._run(
-            "ApplyMove", context, self.app.apply_move(request, self._caller(context))
+            "ApplyMove", context, lambda caller: self.app.apply_move(request, caller)
         )
 
     async def WatchGame(  # noqa: N802
         self, request: pb.WatchGameRequest, context: grpc.aio.ServicerContext[object, object]
     ) -> AsyncIterator[pb.GameEvent]:
         after = request.after_version if request.HasField("after_version") else None
-        events = self.app.watch_game(request.game_id, after, self._caller(context))
+        events: AsyncGenerator[tuple[pb.GameEvent, ...] | None, None] | None = None
         code = "CANCELLED"  # unless it ends otherwise: the client went away
         try:
+            # In the try: a malformed authorization header is a ServiceError.
+            events = self.app.watch_game(request.game_id, after, self._caller(context))
             # Ended between versions when the server shuts down (without it,
             # grpc would cancel the stream at the grace period's end,
             # wherever it was).
@@ -148,14 +156,15 @@ class GameServicer(pb_grpc.GameServiceServicer):
             code = error.code.name
             await _abort(context, error)
         finally:
-            await events.aclose()
+            if events is not None:
+                await events.aclose()
             self.app.metrics.grpc_call("WatchGame", code, 0.0)
 
     async def GetGameLog(  # noqa: N802
         self, request: pb.GetGameLogRequest, context: grpc.aio.ServicerContext[object, object]
     ) -> pb.GetGameLogResponse:
         return await self._run(
-            "GetGameLog", context, self.app.get_game_log(request.game_id, self._caller(context))
+            "GetGameLog", context, lambda caller: self.app.get_game_log(request.game_id, caller)
         )
 
     async def ListRulesets(  # noqa: N802

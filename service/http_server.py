@@ -43,7 +43,7 @@ from service import errors, jsonwire, openapi, telemetry
 from service.api import game_service_pb2 as pb
 from service.app import Caller, GameApp
 from service.errors import ServiceError
-from service.identity import TrustedProxies
+from service.identity import TrustedProxies, seat_token
 from service.settings import cors_origin_list
 from service.streams import until_closed
 
@@ -272,10 +272,6 @@ def parse_int64(text: str, name: str) -> int:
     return int(value)
 
 
-def _unauthenticated(message: str) -> ServiceError:
-    return ServiceError(grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED", message)
-
-
 # ------------------------------------------------------------------ dependencies
 # (async: FastAPI runs a plain-def dependency in a worker thread, a thread hop
 # per request that cost more than the dependency itself)
@@ -303,14 +299,10 @@ def caller_of(scope: Scope, proxies: TrustedProxies) -> Caller:
             forwarded=scope_header(scope, b"forwarded"),
             forwarded_for=scope_header(scope, b"x-forwarded-for"),
         )
-    header = scope_header(scope, b"authorization")
-    if header is None or not header.strip():
-        return Caller(token=None, address=peer)
-    scheme, _, token = header.strip().partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token:
-        raise _unauthenticated("the authorization header must be 'Bearer <seat token>'")
-    return Caller(token=token, address=peer)
+    authorization = [
+        value.decode("latin-1") for key, value in scope["headers"] if key == b"authorization"
+    ]
+    return Caller(token=seat_token(authorization), address=peer)
 
 
 async def get_game_id(request: Request) -> str:

@@ -1,0 +1,185 @@
+"""What the transports make of malformed input, against real servers (gRPC
+and uvicorn over one GameApp): the ``authorization`` header, request bytes
+that do not decode, paths with a trailing slash, enums of the wrong type.
+
+Every refusal is the API's (API.md Errors): the same code and reason over
+both transports, a ``google.rpc.Status`` body with its ErrorInfo, never a
+redirect, a traceback or a lenient guess.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import grpc
+import httpx
+from google.protobuf import json_format
+from google.rpc import error_details_pb2, status_pb2
+
+from service.api import game_service_pb2 as pb
+from service.store.memory import MemoryStore
+from tests.service_helpers import error_info, people, run
+from tests.test_service_resilience import Instance, instance
+
+#: Far from any version a new game has: a seat's ApplyMove is refused
+#: (VERSION_MISMATCH) after the token is judged, and the game is left as is.
+STALE = 1_000_000
+CODE_NAMES = {code.value[0]: code.name for code in grpc.StatusCode}
+
+
+def status_of(body: dict[str, Any]) -> tuple[str, str, dict[str, str], str]:
+    """The code name, ErrorInfo reason, metadata and message of an HTTP error body."""
+    status = json_format.ParseDict(body, status_pb2.Status())
+    info = error_details_pb2.ErrorInfo()
+    assert len(status.details) == 1, body
+    assert status.details[0].Unpack(info), body
+    return CODE_NAMES[status.code], info.reason, dict(info.metadata), status.message
+
+
+# ------------------------------------------------------------------ authorization
+
+#: (header value, or None for no header; what it is). Absent: a spectator;
+#: ``Bearer <token>`` (any case of the scheme): the seat; anything else, an
+#: empty value included, is UNAUTHENTICATED on every call.
+VALID = "valid"
+SPECTATOR = "spectator"
+MALFORMED = "malformed"
+AUTHORIZATION_CASES: list[tuple[str | None, str]] = [
+    (None, SPECTATOR),
+    ("Bearer {token}", VALID),
+    ("bearer {token}", VALID),
+    ("BEARER   {token}", VALID),
+    ("", MALFORMED),
+    ("   ", MALFORMED),
+    ("Basic YWxhZGRpbjpvcGVuc2VzYW1l", MALFORMED),
+    ("Bearer", MALFORMED),
+    ("Bearer    ", MALFORMED),
+    ("Token {token}", MALFORMED),
+    ("token", MALFORMED),
+    ("{token}", MALFORMED),
+    ("Bearer {token} {token}", MALFORMED),
+]
+
+#: What each call answers (code name, reason) for each kind of caller.
+EXPECTED: dict[str, dict[str, tuple[str, str]]] = {
+    SPECTATOR: {
+        "GetGame": ("OK", ""),
+        "ListLegalMoves": ("UNAUTHENTICATED", "UNAUTHENTICATED"),
+        "ApplyMove": ("UNAUTHENTICATED", "UNAUTHENTICATED"),
+    },
+    VALID: {
+        "GetGame": ("OK", ""),
+        "ListLegalMoves": ("OK", ""),
+        "ApplyMove": ("ABORTED", "VERSION_MISMATCH"),
+    },
+    MALFORMED: {
+        "GetGame": ("UNAUTHENTICATED", "UNAUTHENTICATED"),
+        "ListLegalMoves": ("UNAUTHENTICATED", "UNAUTHENTICATED"),
+        "ApplyMove": ("UNAUTHENTICATED", "UNAUTHENTICATED"),
+    },
+}
+
+
+async def grpc_answer(call: Callable[[], Awaitable[Any]]) -> tuple[str, str, str]:
+    """(code name, reason, message) of a gRPC call; ("OK", "", "") when it succeeds."""
+    try:
+        await call()
+    except grpc.aio.AioRpcError as exc:
+        code, reason, _ = error_info(exc)
+        return code.name, reason, exc.details() or ""
+    return "OK", "", ""
+
+
+async def raw_http(
+    base_url: httpx.URL, method: str, path: str, headers: list[tuple[str, str]], body: Any = None
+) -> tuple[int, bytes]:
+    """(status, body) of one request written by hand: httpx (h11) refuses to
+    send a header value with spaces around it, and a client may well."""
+    payload = b"" if body is None else json.dumps(body).encode()
+    head = [f"{method} {path} HTTP/1.1", f"host: {base_url.host}", "connection: close"]
+    head += [f"{name}: {value}" for name, value in headers]
+    head += ["content-type: application/json", f"content-length: {len(payload)}"]
+    assert base_url.port is not None
+    reader, writer = await asyncio.open_connection(base_url.host, base_url.port)
+    try:
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + payload)
+        answer = await asyncio.wait_for(reader.read(), 10)
+    finally:
+        writer.close()
+    status_line, _, rest = answer.partition(b"\r\n")
+    return int(status_line.split()[1]), rest.partition(b"\r\n\r\n")[2]
+
+
+def http_answer(status: int, body: bytes) -> tuple[str, str, str]:
+    if status == 200:
+        return "OK", "", ""
+    code, reason, _, message = status_of(json.loads(body))
+    return code, reason, message
+
+
+async def every_call(
+    inst: Instance, game_id: str, header: list[tuple[str, str]]
+) -> dict[str, dict[str, tuple[str, str, str]]]:
+    """Each seat call's answer over each transport, sending ``header``."""
+    stub, base = inst.stub, inst.http.base_url
+    draw = pb.Move(draw=pb.Move.Draw())
+    move = pb.ApplyMoveRequest(game_id=game_id, move=draw, expected_version=STALE)
+    body = {"move": {"draw": {}}, "expectedVersion": str(STALE)}
+    url = f"/v1/games/{game_id}"
+    return {
+        "GetGame": {
+            "grpc": await grpc_answer(
+                lambda: stub.GetGame(pb.GetGameRequest(game_id=game_id), metadata=header)
+            ),
+            "http": http_answer(*await raw_http(base, "GET", url, header)),
+        },
+        "ListLegalMoves": {
+            "grpc": await grpc_answer(
+                lambda: stub.ListLegalMoves(
+                    pb.ListLegalMovesRequest(game_id=game_id), metadata=header
+                )
+            ),
+            "http": http_answer(*await raw_http(base, "GET", f"{url}/legal-moves", header)),
+        },
+        "ApplyMove": {
+            "grpc": await grpc_answer(lambda: stub.ApplyMove(move, metadata=header)),
+            "http": http_answer(*await raw_http(base, "POST", f"{url}/moves", header, body)),
+        },
+    }
+
+
+def test_authorization_is_parsed_alike_on_both_transports() -> None:
+    """API.md Transports (seat authentication): one parser, one answer per
+    header over gRPC and HTTP; a malformed header is UNAUTHENTICATED and its
+    message says the form, never a silent spectator."""
+
+    async def scenario() -> None:
+        async with instance(MemoryStore()) as inst:
+            created = await inst.stub.CreateGame(
+                pb.CreateGameRequest(players=people(2), seed="auth-parity")
+            )
+            game_id, token = created.game.game_id, created.seats[0].token
+            for template, kind in AUTHORIZATION_CASES:
+                header = (
+                    [] if template is None else [("authorization", template.format(token=token))]
+                )
+                answers = await every_call(inst, game_id, header)
+                for call, by_transport in answers.items():
+                    for transport, (code, reason, message) in by_transport.items():
+                        where = f"{call} over {transport} with {template!r}"
+                        assert (code, reason) == EXPECTED[kind][call], where
+                        if kind == MALFORMED:
+                            assert "Bearer <" in message, where
+            # Two authorization headers: which one would be meant is a guess.
+            twice = [("authorization", f"Bearer {token}"), ("authorization", "Bearer other")]
+            for call, by_transport in (await every_call(inst, game_id, twice)).items():
+                for transport, (code, reason, _) in by_transport.items():
+                    assert (code, reason) == EXPECTED[MALFORMED][call], (call, transport)
+            # Nothing above changed the game.
+            view = await inst.stub.GetGame(pb.GetGameRequest(game_id=game_id))
+            assert view.version == created.game.version
+
+    run(scenario())
