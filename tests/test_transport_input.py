@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
 import httpx
+import pytest
 from google.protobuf import json_format
 from google.rpc import error_details_pb2, status_pb2
 
 from service.api import game_service_pb2 as pb
 from service.store.memory import MemoryStore
-from tests.service_helpers import error_info, people, run
+from tests.service_helpers import error_info, grpc_service, people, run
 from tests.test_service_resilience import Instance, instance
 
 #: Far from any version a new game has: a seat's ApplyMove is refused
@@ -183,3 +185,53 @@ def test_authorization_is_parsed_alike_on_both_transports() -> None:
             assert view.version == created.game.version
 
     run(scenario())
+
+
+# ------------------------------------------------------------------ undecodable gRPC requests
+
+#: Field 1 (every request's game_id, and the health check's service) holding
+#: bytes that are not UTF-8, which proto3 refuses for a string; and a field
+#: cut short.
+NOT_UTF8 = b"\x0a\x02\xff\xfe"
+TRUNCATED = b"\x0a\x09abc"
+UNDECODABLE = [
+    ("/railyard.v1.GameService/GetGame", "unary"),
+    ("/railyard.v1.GameService/ListLegalMoves", "unary"),
+    ("/railyard.v1.GameService/ApplyMove", "unary"),
+    ("/railyard.v1.GameService/GetGameLog", "unary"),
+    ("/railyard.v1.GameService/CreateGame", "unary"),
+    ("/railyard.v1.GameService/WatchGame", "stream"),
+    ("/grpc.health.v1.Health/Check", "unary"),
+]
+
+
+@pytest.mark.parametrize("raw", [NOT_UTF8, TRUNCATED], ids=["not-utf8", "truncated"])
+def test_a_request_that_does_not_decode_is_invalid_argument(
+    raw: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    """API.md Errors: a malformed request is INVALID_ARGUMENT with the house
+    ErrorInfo, over gRPC too (grpc's own answer was UNKNOWN "Unexpected
+    DecodeError" with a traceback in the log)."""
+
+    async def scenario() -> None:
+        async with grpc_service(MemoryStore()) as (_, channel, _):
+            for method, kind in UNDECODABLE:
+                if kind == "unary":
+                    call = channel.unary_unary(method)
+                    answer = call(raw, timeout=10)
+                else:
+                    stream = channel.unary_stream(method)(raw, timeout=10)
+                    answer = stream.read()
+                with pytest.raises(grpc.aio.AioRpcError) as refused:
+                    await answer
+                assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, (
+                    method,
+                    refused.value.details(),
+                )
+                code, reason, _ = error_info(refused.value)
+                assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT")
+
+    with caplog.at_level(logging.WARNING):
+        run(scenario())
+    tracebacks = [record.getMessage() for record in caplog.records if record.exc_info]
+    assert not tracebacks
