@@ -919,6 +919,11 @@ def create_http_app(app: GameApp) -> FastAPI:
             {"name": "health", "description": "Liveness and readiness."},
         ],
         redoc_url=None,
+        # Starlette answers "/v1/games/x/log/" with an empty 307 to the path
+        # without the slash (and "/v1/games/" with one to POST-only
+        # "/v1/games"): a path that is not a route is a 404 Status body, as
+        # the hot routes (hot_route) already answer "/v1/games/x/".
+        redirect_slashes=False,
     )
     api.state.game_app = app
     api.state.streams_closing = asyncio.Event()

@@ -235,3 +235,45 @@ def test_a_request_that_does_not_decode_is_invalid_argument(
         run(scenario())
     tracebacks = [record.getMessage() for record in caplog.records if record.exc_info]
     assert not tracebacks
+
+
+# ------------------------------------------------------------------ trailing slashes
+
+
+def test_no_path_answers_a_redirect() -> None:
+    """API.md Errors: every HTTP answer is the API's; a path with a trailing
+    slash is an unknown route (404 with a Status body), as the hot routes
+    (GetGame, ApplyMove) already answer, never Starlette's empty 307."""
+
+    async def scenario() -> None:
+        async with instance(MemoryStore()) as inst:
+            created = await inst.stub.CreateGame(pb.CreateGameRequest(players=people(2)))
+            game = f"/v1/games/{created.game.game_id}"
+            paths = [
+                ("GET", "/v1/games/"),
+                ("POST", "/v1/games/"),
+                ("GET", "/v1/games//"),
+                ("GET", f"{game}/"),
+                ("GET", f"{game}//"),
+                ("GET", f"{game}/log/"),
+                ("GET", f"{game}/legal-moves/"),
+                ("GET", f"{game}/events/"),
+                ("POST", f"{game}/moves/"),
+                ("POST", "/v1/games//moves"),
+                ("GET", "/v1/rulesets/"),
+                ("GET", "/healthz/"),
+                ("GET", "/readyz/"),
+                ("GET", "/openapi.json/"),
+            ]
+            for method, path in paths:
+                response = await inst.http.request(
+                    method, path, json={} if method == "POST" else None
+                )
+                assert response.status_code == 404, (method, path, response.status_code)
+                code, reason, _, _ = status_of(response.json())
+                assert (code, reason) == ("NOT_FOUND", "NOT_FOUND"), (method, path)
+            # The routes themselves still answer.
+            for path in (game, f"{game}/log", "/v1/rulesets", "/healthz"):
+                assert (await inst.http.get(path)).status_code == 200, path
+
+    run(scenario())
