@@ -277,3 +277,64 @@ def test_no_path_answers_a_redirect() -> None:
                 assert (await inst.http.get(path)).status_code == 200, path
 
     run(scenario())
+
+
+# ------------------------------------------------------------------ enums over HTTP
+
+#: Not an enum value in canonical proto3 JSON (its name, or an integer that
+#: is one of its numbers); json_format.ParseDict took int() of the first three.
+WRONG_ENUMS: list[Any] = [1.5, True, "1", 99, -1, "BOT_LEVEL_NOPE", "", [1], {}]
+
+
+def test_enums_take_only_their_names_or_numbers() -> None:
+    """API.md Transports: canonical proto3 JSON, so an enum is its value's
+    name or number; a wrong type or an unknown value is INVALID_ARGUMENT
+    naming the field, never a guess (``"bot": true`` was a random bot)."""
+
+    async def scenario() -> None:
+        async with instance(MemoryStore()) as inst:
+
+            async def create(body: dict[str, Any]) -> httpx.Response:
+                return await inst.http.post("/v1/games", json=body)
+
+            def bot_players(bot: Any) -> list[dict[str, Any]]:
+                return [{"displayName": "Ana"}, {"displayName": "Robo", "bot": bot}]
+
+            for wrong in WRONG_ENUMS:
+                for body, field in (
+                    ({"players": bot_players(wrong)}, "players[1].bot"),
+                    (
+                        {"players": bot_players(None), "ruleset": {"handSizeTable": wrong}},
+                        "ruleset.handSizeTable",
+                    ),
+                    ({"players": bot_players(None), "ruleset": {"game": wrong}}, "ruleset.game"),
+                    # The proto field name is accepted as a key; the error names the JSON name.
+                    (
+                        {"players": bot_players(None), "ruleset": {"first_player": wrong}},
+                        "ruleset.firstPlayer",
+                    ),
+                ):
+                    response = await create(body)
+                    assert response.status_code == 400, (body, response.text)
+                    code, reason, metadata, _ = status_of(response.json())
+                    assert (code, reason) == ("INVALID_ARGUMENT", "INVALID_ARGUMENT"), body
+                    assert metadata.get("field") == field, (body, metadata)
+            for right, level in (
+                ("BOT_LEVEL_GREEDY", pb.BOT_LEVEL_GREEDY),
+                (1, pb.BOT_LEVEL_RANDOM),
+                (3.0, pb.BOT_LEVEL_EXPERT),  # a JSON number with an integer value
+                (None, pb.BOT_LEVEL_UNSPECIFIED),  # null: the field's default
+            ):
+                response = await create({"players": bot_players(right)})
+                assert response.status_code == 200, (right, response.text)
+                robo = response.json()["game"]["players"][1]
+                assert robo.get("bot", "BOT_LEVEL_UNSPECIFIED") == pb.BotLevel.Name(level), right
+            response = await create(
+                {"players": bot_players(None), "ruleset": {"handSizeTable": 1, "firstPlayer": 1}}
+            )
+            assert response.status_code == 200, response.text
+            ruleset = response.json()["game"]["ruleset"]
+            assert ruleset["handSizeTable"] == pb.HandSizeTable.Name(1)
+            assert ruleset["firstPlayer"] == pb.FirstPlayer.Name(1)
+
+    run(scenario())
