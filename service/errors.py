@@ -79,6 +79,17 @@ def unauthenticated() -> ServiceError:
     )
 
 
+def malformed_authorization() -> ServiceError:
+    """An ``authorization`` header that is there but is not one bearer token:
+    refused rather than read as a spectator, so a client with a broken header
+    learns it at once instead of seeing the public view."""
+    return ServiceError(
+        grpc.StatusCode.UNAUTHENTICATED,
+        "UNAUTHENTICATED",
+        "the authorization header must be 'Bearer <seat token>' (or absent, for a spectator)",
+    )
+
+
 def bad_token(game_id: str) -> ServiceError:
     return ServiceError(
         grpc.StatusCode.PERMISSION_DENIED,

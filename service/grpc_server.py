@@ -5,13 +5,17 @@ reflection on the same port. Handlers only translate; GameApp decides."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import inspect
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable
-from typing import TypeVar
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
 
 import grpc
-from google.protobuf import any_pb2
+from google.protobuf import any_pb2, message_factory
+from google.protobuf.descriptor import ServiceDescriptor
+from google.protobuf.message import DecodeError, Message
 from google.rpc import error_details_pb2, status_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
@@ -22,7 +26,7 @@ from service.api import game_service_pb2 as pb
 from service.api import game_service_pb2_grpc as pb_grpc
 from service.app import Caller, GameApp
 from service.errors import DOMAIN, ServiceError
-from service.identity import TrustedProxies, grpc_peer_host
+from service.identity import TrustedProxies, grpc_peer_host, seat_token
 from service.settings import Settings
 from service.streams import until_closed
 
@@ -47,17 +51,17 @@ async def _abort(context: grpc.aio.ServicerContext[object, object], error: Servi
 
 
 def _caller(context: grpc.aio.ServicerContext[object, object], proxies: TrustedProxies) -> Caller:
-    """The bearer token and the client's address: the peer's host (every
-    connection has its own port), through trusted proxies only."""
-    token: str | None = None
+    """The bearer token (:func:`~service.identity.seat_token`: a malformed
+    header raises UNAUTHENTICATED) and the client's address: the peer's host
+    (every connection has its own port), through trusted proxies only."""
+    authorization: list[str] = []
     forwarded: str | None = None
     forwarded_for: str | None = None
     for key, value in context.invocation_metadata() or ():
         if not isinstance(value, str):
             continue
         if key == "authorization":
-            scheme, _, rest = value.partition(" ")
-            token = rest.strip() if scheme.lower() == "bearer" else ""
+            authorization.append(value)
         elif key == "forwarded":
             forwarded = value
         elif key == "x-forwarded-for":
@@ -65,7 +69,114 @@ def _caller(context: grpc.aio.ServicerContext[object, object], proxies: TrustedP
     address = grpc_peer_host(context.peer() or "")
     if proxies.networks:
         address = proxies.client(address, forwarded=forwarded, forwarded_for=forwarded_for)
-    return Caller(token=token, address=address)
+    return Caller(token=seat_token(authorization), address=address)
+
+
+class _Undecodable:
+    """A request whose bytes did not decode (:func:`_decoder`). grpc lets a
+    deserializer only return or raise, and what it raises becomes UNKNOWN
+    with a traceback in the log; so it returns this, and the handler
+    (:func:`_refusing`) answers with the error."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: ServiceError) -> None:
+        self.error = error
+
+
+def _decoder(message_class: type[Message]) -> Callable[[bytes], Message | _Undecodable]:
+    """``message_class.FromString``, with bytes that are not one (a string
+    field that is not UTF-8, a field cut short) an INVALID_ARGUMENT."""
+    name = message_class.DESCRIPTOR.full_name
+
+    def decode(raw: bytes) -> Message | _Undecodable:
+        try:
+            return message_class.FromString(raw)
+        except DecodeError as exc:
+            return _Undecodable(
+                errors.invalid(f"the request does not decode: {exc}", messageType=name)
+            )
+
+    return decode
+
+
+#: Counts a call by method and code (GameApp.metrics.grpc_call's shape).
+_Count = Callable[[str, str, float], None]
+
+
+def _refusing(
+    method: str, behavior: Callable[..., Any], streaming: bool, count: _Count | None
+) -> Callable[..., Any]:
+    """``behavior``, answering an :class:`_Undecodable` request with its
+    error. grpc.aio picks how to run a handler by what it is (a coroutine
+    function, an async generator function), so the wrapper is one too."""
+
+    async def refuse(request: _Undecodable, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+        if count is not None:
+            count(method, request.error.code.name, 0.0)
+        await _abort(context, request.error)
+
+    if streaming:
+
+        async def stream(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+            if isinstance(request, _Undecodable):
+                await refuse(request, context)
+                return
+            # aclosing: a client that goes away closes this generator, and
+            # with it the handler's (its finally ends the watch).
+            async with contextlib.aclosing(behavior(request, context)) as responses:
+                async for response in responses:
+                    yield response
+
+        return stream
+
+    async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        if isinstance(request, _Undecodable):
+            await refuse(request, context)
+        return await behavior(request, context)
+
+    return unary
+
+
+def add_servicer(
+    server: grpc.aio.Server,
+    servicer: object,
+    service: ServiceDescriptor,
+    count: _Count | None = None,
+) -> None:
+    """Serve ``servicer``'s methods of ``service`` on ``server``, as the
+    generated ``add_*Servicer_to_server`` does, but with a request that does
+    not decode answered INVALID_ARGUMENT with the house ErrorInfo (and
+    counted by ``count``), not grpc's UNKNOWN. Built from the descriptor, so the
+    generated code stays as generated. A method the servicer does not
+    implement itself (a plain function of a generated base class) keeps
+    grpc's own handling."""
+    handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
+    for method in service.methods:
+        if method.client_streaming:
+            raise ValueError(f"{method.full_name}: client streaming is not served here")
+        request = message_factory.GetMessageClass(method.input_type)
+        response = message_factory.GetMessageClass(method.output_type)
+        behavior = getattr(servicer, method.name)
+        serving = inspect.iscoroutinefunction(behavior) or inspect.isasyncgenfunction(behavior)
+        handler = (
+            grpc.unary_stream_rpc_method_handler
+            if method.server_streaming
+            else grpc.unary_unary_rpc_method_handler
+        )
+        handlers[method.name] = handler(
+            _refusing(method.name, behavior, method.server_streaming, count)
+            if serving
+            else behavior,
+            request_deserializer=_decoder(request) if serving else request.FromString,
+            response_serializer=response.SerializeToString,
+        )
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(service.full_name, handlers),)
+    )
+    # As the generated code does: grpc looks registered methods up by name
+    # before it tries the generic handlers (not in grpc-stubs yet).
+    server.add_registered_method_handlers(service.full_name, handlers)  # type: ignore[attr-defined]
 
 
 class GameServicer(pb_grpc.GameServiceServicer):
@@ -78,14 +189,20 @@ class GameServicer(pb_grpc.GameServiceServicer):
         return _caller(context, self.app.proxies)
 
     async def _run(
-        self, method: str, context: grpc.aio.ServicerContext[object, object], call: Awaitable[T]
+        self,
+        method: str,
+        context: grpc.aio.ServicerContext[object, object],
+        call: Callable[[Caller], Awaitable[T]],
     ) -> T:
-        """``call``'s answer, or its ServiceError as the call's status; timed
-        and counted (telemetry) either way."""
+        """``call``'s answer for the caller, or its ServiceError as the call's
+        status; timed and counted (telemetry) either way. The caller is read
+        in here, not by the handler: a malformed authorization header is a
+        ServiceError too, and outside this try it would reach grpc as an
+        unexpected exception (UNKNOWN)."""
         begun = time.perf_counter()
         code = "UNKNOWN"  # a bug: grpc answers UNKNOWN
         try:
-            answer = await call
+            answer = await call(self._caller(context))
             code = "OK"
             return answer
         except ServiceError as error:
@@ -102,14 +219,14 @@ class GameServicer(pb_grpc.GameServiceServicer):
         self, request: pb.CreateGameRequest, context: grpc.aio.ServicerContext[object, object]
     ) -> pb.CreateGameResponse:
         return await self._run(
-            "CreateGame", context, self.app.create_game(request, self._caller(context))
+            "CreateGame", context, lambda caller: self.app.create_game(request, caller)
         )
 
     async def GetGame(  # noqa: N802
         self, request: pb.GetGameRequest, context: grpc.aio.ServicerContext[object, object]
     ) -> pb.GameView:
         return await self._run(
-            "GetGame", context, self.app.get_game(request.game_id, self._caller(context))
+            "GetGame", context, lambda caller: self.app.get_game(request.game_id, caller)
         )
 
     async def ListLegalMoves(  # noqa: N802
@@ -118,23 +235,25 @@ class GameServicer(pb_grpc.GameServiceServicer):
         return await self._run(
             "ListLegalMoves",
             context,
-            self.app.list_legal_moves(request.game_id, self._caller(context)),
+            lambda caller: self.app.list_legal_moves(request.game_id, caller),
         )
 
     async def ApplyMove(  # noqa: N802
         self, request: pb.ApplyMoveRequest, context: grpc.aio.ServicerContext[object, object]
     ) -> pb.ApplyMoveResponse:
         return await self._run(
-            "ApplyMove", context, self.app.apply_move(request, self._caller(context))
+            "ApplyMove", context, lambda caller: self.app.apply_move(request, caller)
         )
 
     async def WatchGame(  # noqa: N802
         self, request: pb.WatchGameRequest, context: grpc.aio.ServicerContext[object, object]
     ) -> AsyncIterator[pb.GameEvent]:
         after = request.after_version if request.HasField("after_version") else None
-        events = self.app.watch_game(request.game_id, after, self._caller(context))
+        events: AsyncGenerator[tuple[pb.GameEvent, ...] | None, None] | None = None
         code = "CANCELLED"  # unless it ends otherwise: the client went away
         try:
+            # In the try: a malformed authorization header is a ServiceError.
+            events = self.app.watch_game(request.game_id, after, self._caller(context))
             # Ended between versions when the server shuts down (without it,
             # grpc would cancel the stream at the grace period's end,
             # wherever it was).
@@ -148,14 +267,15 @@ class GameServicer(pb_grpc.GameServiceServicer):
             code = error.code.name
             await _abort(context, error)
         finally:
-            await events.aclose()
+            if events is not None:
+                await events.aclose()
             self.app.metrics.grpc_call("WatchGame", code, 0.0)
 
     async def GetGameLog(  # noqa: N802
         self, request: pb.GetGameLogRequest, context: grpc.aio.ServicerContext[object, object]
     ) -> pb.GetGameLogResponse:
         return await self._run(
-            "GetGameLog", context, self.app.get_game_log(request.game_id, self._caller(context))
+            "GetGameLog", context, lambda caller: self.app.get_game_log(request.game_id, caller)
         )
 
     async def ListRulesets(  # noqa: N802
@@ -241,8 +361,13 @@ def create_grpc_server(
     graceful shutdown begins, as ``Server.stop`` would otherwise wait out its
     grace period for them. The connection limits are ``app.settings``'."""
     server = grpc.aio.server(options=grpc_options(app.settings))
-    pb_grpc.add_GameServiceServicer_to_server(GameServicer(app, closing), server)
-    health_pb2_grpc.add_HealthServicer_to_server(StoreHealth(app), server)
+    add_servicer(
+        server,
+        GameServicer(app, closing),
+        pb.DESCRIPTOR.services_by_name["GameService"],
+        app.metrics.grpc_call,
+    )
+    add_servicer(server, StoreHealth(app), health_pb2.DESCRIPTOR.services_by_name["Health"])
     reflection.enable_server_reflection(
         (
             SERVICE_NAME,

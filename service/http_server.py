@@ -43,7 +43,7 @@ from service import errors, jsonwire, openapi, telemetry
 from service.api import game_service_pb2 as pb
 from service.app import Caller, GameApp
 from service.errors import ServiceError
-from service.identity import TrustedProxies
+from service.identity import TrustedProxies, seat_token
 from service.settings import cors_origin_list
 from service.streams import until_closed
 
@@ -164,6 +164,7 @@ def parse_raw_body(
     if fast is not None and fast(data, message):
         return message
     try:
+        jsonwire.check_enums(data, message)
         json_format.ParseDict(data, message)
     except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
         raise errors.invalid(_first_line(str(exc))) from exc
@@ -272,10 +273,6 @@ def parse_int64(text: str, name: str) -> int:
     return int(value)
 
 
-def _unauthenticated(message: str) -> ServiceError:
-    return ServiceError(grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED", message)
-
-
 # ------------------------------------------------------------------ dependencies
 # (async: FastAPI runs a plain-def dependency in a worker thread, a thread hop
 # per request that cost more than the dependency itself)
@@ -303,14 +300,10 @@ def caller_of(scope: Scope, proxies: TrustedProxies) -> Caller:
             forwarded=scope_header(scope, b"forwarded"),
             forwarded_for=scope_header(scope, b"x-forwarded-for"),
         )
-    header = scope_header(scope, b"authorization")
-    if header is None or not header.strip():
-        return Caller(token=None, address=peer)
-    scheme, _, token = header.strip().partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token:
-        raise _unauthenticated("the authorization header must be 'Bearer <seat token>'")
-    return Caller(token=token, address=peer)
+    authorization = [
+        value.decode("latin-1") for key, value in scope["headers"] if key == b"authorization"
+    ]
+    return Caller(token=seat_token(authorization), address=peer)
 
 
 async def get_game_id(request: Request) -> str:
@@ -928,6 +921,11 @@ def create_http_app(app: GameApp) -> FastAPI:
             {"name": "health", "description": "Liveness and readiness."},
         ],
         redoc_url=None,
+        # Starlette answers "/v1/games/x/log/" with an empty 307 to the path
+        # without the slash (and "/v1/games/" with one to POST-only
+        # "/v1/games"): a path that is not a route is a 404 Status body, as
+        # the hot routes (hot_route) already answer "/v1/games/x/".
+        redirect_slashes=False,
     )
     api.state.game_app = app
     api.state.streams_closing = asyncio.Event()

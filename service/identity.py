@@ -1,5 +1,6 @@
-"""Who a caller is, for rate limits: its network address, seen through the
-proxies the operator trusts and no others.
+"""Who a caller is: the seat token its ``authorization`` header carries
+(:func:`seat_token`, for both transports), and, for rate limits, its network
+address, seen through the proxies the operator trusts and no others.
 
 A bearer token costs an attacker nothing to invent, so it never names a
 rate-limit bucket before it is verified (GameApp keys verified seats by
@@ -22,11 +23,44 @@ configured trusted proxies (``--trusted-proxies``, as uvicorn's
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
+
+from service import errors
 
 _Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 _Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+#: RFC 6750 section 2.1: ``Bearer`` (any case: RFC 9110 auth-schemes are
+#: case-insensitive), one or more spaces, one b64token. ASCII only, so that
+#: case-insensitivity does not let U+212A KELVIN SIGN pass for a "k".
+_BEARER: Final = re.compile(r"bearer +([a-z0-9._~+/-]+=*)", re.ASCII | re.IGNORECASE)
+
+
+def seat_token(values: Sequence[str]) -> str | None:
+    """The token of a call's ``authorization`` header, given every value it
+    was sent with: None when there is none (a spectator). Both transports
+    call this, so a header means the same over gRPC and HTTP.
+
+    Anything else but one ``Bearer <token>`` (an empty value, another scheme,
+    no token, two tokens, the header twice) is UNAUTHENTICATED: guessing what
+    was meant would turn a client's broken header into a spectator that
+    silently sees no hand.
+
+    >>> seat_token([]), seat_token(["bearer  abc-_"])
+    (None, 'abc-_')
+    >>> seat_token(["Basic abc"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    service.errors.ServiceError: the authorization header must be 'Bearer <seat token>' ...
+    """
+    if not values:
+        return None
+    found = _BEARER.fullmatch(values[0].strip(" \t")) if len(values) == 1 else None
+    if found is None:
+        raise errors.malformed_authorization()
+    return found.group(1)
 
 
 def _forwarded_hops(header: str) -> list[str]:

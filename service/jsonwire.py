@@ -1,4 +1,5 @@
-"""The canonical proto3 JSON mapping of our messages, fast.
+"""The canonical proto3 JSON mapping of our messages, fast; and, on input,
+the enums it allows and ``json_format`` does not refuse (:func:`check_enums`).
 
 ``json_format.MessageToDict`` walks every field of every message in Python
 and was the largest single cost of an HTTP move (a view holds every train's
@@ -10,12 +11,15 @@ output equals ``MessageToDict`` on real games' views, events and responses.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from google.protobuf import json_format
-from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 from google.protobuf.message import Message
+
+from service import errors
 
 _Convert = Callable[[Any], Any]
 _CONVERTERS: dict[FieldDescriptor, tuple[str, _Convert, bool]] = {}
@@ -91,3 +95,83 @@ def to_dict(message: Message) -> dict[str, Any]:
         name, convert, repeated = entry
         out[name] = [convert(v) for v in value] if repeated else convert(value)
     return out
+
+
+# ------------------------------------------------------------------ enums on input
+
+#: Per message: every key json_format accepts for a field (its JSON name and
+#: its proto name) -> the field.
+_FIELDS_BY_KEY: dict[Descriptor, dict[str, FieldDescriptor]] = {}
+
+
+def _fields_by_key(descriptor: Descriptor) -> dict[str, FieldDescriptor]:
+    found = _FIELDS_BY_KEY.get(descriptor)
+    if found is None:
+        found = {f.name: f for f in descriptor.fields} | {f.json_name: f for f in descriptor.fields}
+        _FIELDS_BY_KEY[descriptor] = found
+    return found
+
+
+def _is_enum_value(enum: EnumDescriptor, value: Any) -> bool:
+    if type(value) is str:
+        return value in enum.values_by_name
+    if type(value) is float and value.is_integer():
+        value = int(value)  # 3.0 is the JSON number 3, as json_format reads integer fields
+    return type(value) is int and value in enum.values_by_number  # a bool is not an int here
+
+
+def check_enums(data: Any, message: Message) -> None:
+    """Refuse every enum value in ``data`` (JSON for ``message``) that
+    canonical proto3 JSON does not allow: only the value's name or an integer
+    that is one of its numbers (null: the default). ``json_format.ParseDict``
+    takes ``int()`` of anything else, so ``1.5``, ``true`` and ``"1"`` were
+    all value 1, and keeps unknown numbers of an open enum. INVALID_ARGUMENT,
+    ``field`` naming it (``players[1].bot``). Everything else is left to
+    ParseDict, which refuses it with a message of its own: unknown keys, and
+    values of the wrong shape for a message or a list."""
+    # The stubs type DESCRIPTOR as either descriptor class; at run time the
+    # C (upb) one is the class descriptor.Descriptor names.
+    _check_message(data, cast(Descriptor, message.DESCRIPTOR), "")
+
+
+def _check_message(data: Any, descriptor: Descriptor, path: str) -> None:
+    if type(data) is not dict or descriptor.file.package == "google.protobuf":
+        return  # not an object, or a well-known type with a JSON form of its own
+    fields = _fields_by_key(descriptor)
+    for key, value in data.items():
+        field = fields.get(key)
+        if field is None or value is None:
+            continue
+        where = f"{path}.{field.json_name}" if path else field.json_name
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            entry = field.message_type.fields_by_name["value"]
+            if type(value) is dict:
+                for name, item in value.items():
+                    _check_value(entry, item, f"{where}[{json.dumps(name)}]")
+        elif field.is_repeated:
+            if type(value) is list:
+                for index, item in enumerate(value):
+                    _check_value(field, item, f"{where}[{index}]")
+        else:
+            _check_value(field, value, where)
+
+
+def _check_value(field: FieldDescriptor, value: Any, where: str) -> None:
+    """One value of ``field`` (one item of a repeated field, a map's value)."""
+    if field.message_type is not None:
+        _check_message(value, field.message_type, where)
+    elif field.enum_type is not None and value is not None:
+        enum = field.enum_type
+        if enum.full_name == "google.protobuf.NullValue" or _is_enum_value(enum, value):
+            return
+        names = ", ".join(v.name for v in enum.values)
+        raise errors.invalid(
+            f"{where} must be one of {names} (or its number), not {_shown(value)}",
+            field=where,
+        )
+
+
+def _shown(value: Any, limit: int = 40) -> str:
+    """``value`` as JSON in a message, cut short: a body may hold a long one."""
+    text = json.dumps(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
