@@ -21,7 +21,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from engine.errors import (
     CorruptStateError,
@@ -898,25 +898,33 @@ class MexicanTrain:
     # ------------------------------------------------------------------ state
 
     def to_dict(self) -> dict[str, Any]:
-        """The whole state as plain JSON values (see :meth:`to_bytes`)."""
+        """The whole state as plain JSON values (see :meth:`to_bytes`).
+
+        A value of its own: callers edit it (the determinizer, scenario tests)
+        and nothing they do reaches this game. The game's lists hold ints and
+        bools only, so a shallow copy of each is enough; it is on every move's
+        path (the service saves the state), so the copies are made in C loops.
+        """
+        hand_lists = self._hand_lists
+        if None in hand_lists:
+            for seat in range(self.players):
+                self._hand_list(seat)  # lists the hands that changed since the last save
+        copy = list.copy  # list(map(copy, ...)) copies in a C loop
         return {
             "format": STATE_FORMAT,
             "game": self.name,
-            "rules": dict(self._rules_saved),  # a copy: the caller may edit it
+            "rules": dict(self._rules_saved),  # a copy: the saved dict is shared (cached)
             "players": self.players,
             "seed": self.seed,
             "version": self.version,
             "round": self.round,
             "starter": self.starter,
-            "hands": [
-                self._hand_list(seat) if ids is None else ids
-                for seat, ids in enumerate(self._hand_lists)
-            ],
-            "boneyard": self.boneyard,
+            "hands": list(map(copy, cast("list[list[int]]", hand_lists))),
+            "boneyard": self.boneyard[:],
             "trains": self._trains_saved(),
-            "markers": self.markers,
-            "doubles": self.doubles,
-            "first_turn_pending": self.first_turn_pending,
+            "markers": self.markers[:],
+            "doubles": list(map(copy, self.doubles)),
+            "first_turn_pending": self.first_turn_pending[:],
             "turn": [
                 self.current_seat,
                 self.owes,
@@ -929,22 +937,23 @@ class MexicanTrain:
                 self.own_train_only,
                 self.chain_open,
             ],
-            "round_scores": self.round_scores,
+            "round_scores": list(map(copy, self.round_scores)),
             "over": self.over,
             "winners": list(self.winners),
             "history": self._history_string(),
         }
 
     def _trains_saved(self) -> list[list[list[Any]]]:
-        """Each train as ``[[parent end, open value, tile codes], ...]``, a branch each."""
+        """Each train as ``[[parent end, open value, tile codes], ...]``, a branch each
+        (the codes copied: see :meth:`to_dict`)."""
         out: list[list[list[Any]]] = []
         for parents, values, tiles in zip(
             self.branch_parent, self.trains, self.train_tiles, strict=True
         ):
             if len(values) == 1:  # no chicken foot (most trains): no inner loop
-                out.append([[parents[0], values[0], tiles[0]]])
+                out.append([[parents[0], values[0], tiles[0][:]]])
             else:
-                out.append([[p, v, t] for p, v, t in zip(parents, values, tiles, strict=True)])
+                out.append([[p, v, t[:]] for p, v, t in zip(parents, values, tiles, strict=True)])
         return out
 
     def to_bytes(self) -> bytes:
