@@ -296,7 +296,11 @@ class MexicanTrain:
     def _start_turn(self, seat: int, ev: list[Event] | None) -> None:
         self.current_seat = seat
         self.owes = False  # MT-DBL-1: a tile is owed for a double
-        self.drew = False  # MT-DR-1 / MT-DBL-6: one draw per tile owed
+        # API.md turn.drewThisTurn: the seat has drawn during this turn (MT-DR-1,
+        # MT-DBL-6). It only says so: "one draw per tile owed" needs no flag, since
+        # a drawn tile that fits is forced (``forced``) and one that does not ends
+        # the turn, so a seat with no play has not drawn for the tile it owes now.
+        self.drew = False
         self.forced = -1  # MT-DR-1: a playable drawn tile must be played
         self.doubles_this_turn = 0
         self.played_this_turn = 0
@@ -478,7 +482,9 @@ class MexicanTrain:
         if self.chain_open and self.played_this_turn and not self.owes:
             moves.append(END_TURN)  # MT-FT-1
         if not moves:
-            moves.append(DRAW if self.boneyard and not self.drew else PASS)
+            # MT-DR-1/2, MT-DBL-6: no play, so no drawn tile is pending (it would
+            # be forced): draw one for the tile owed now, if any is left.
+            moves.append(DRAW if self.boneyard else PASS)
         return moves
 
     def _available_slots(self, seat: int) -> list[int]:
@@ -605,8 +611,6 @@ class MexicanTrain:
                 return _illegal("MUST_PLAY", "MT-TURN-2", "you hold a playable tile: play it")
             if END_TURN in legal:
                 return _illegal("CANNOT_DRAW", "MT-FT-1", "your chain cannot go on: end the turn")
-            if self.drew:
-                return _illegal("CANNOT_DRAW", "MT-DR-1", "you already drew this turn")
             return _illegal("CANNOT_DRAW", "MT-DR-2", "the boneyard is empty: pass")
         if move.kind is MoveKind.PASS:
             if plays:
@@ -764,9 +768,9 @@ class MexicanTrain:
         if self._knock_rule and self.counts[seat] == 1 and not move.announce:
             self.penalties += 1  # MT-KNOCK-1
         if a == b:
-            # MT-DBL-1/4/6: a double owes one more tile, from the hand or one new draw.
+            # MT-DBL-1/4/6: a double owes one more tile, from the hand or one new
+            # draw; ``drew`` stays as it is: the seat still drew this turn (API.md).
             self.owes = True
-            self.drew = False
             self.doubles_this_turn += 1
             return
         self.owes = False
