@@ -195,7 +195,11 @@ def _turn_readings(
     owes = view.turn.owes_tile
     drew = view.turn.drew_this_turn
     plays = [m for m in legal if m.kind is MoveKind.PLAY]
-    # MT-DR-1 / MT-DBL-6: after a draw the turn goes on only to play the drawn tile.
+    # MT-DR-1 / MT-DBL-6: after a draw the turn goes on only to play the drawn tile
+    # (forced), or, once a drawn double is played, to meet its new debt; a double
+    # matches the end it went on, so the seat then has no play, only a draw or a
+    # pass, and nothing is forced. ``drew`` stays true for the rest of the turn
+    # (API.md turn.drewThisTurn), which also ends a chain first turn (MT-FT-3).
     forced = -1
     if drew and plays:
         tile = plays[0].tile

@@ -21,7 +21,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from engine.errors import (
     CorruptStateError,
@@ -296,7 +296,11 @@ class MexicanTrain:
     def _start_turn(self, seat: int, ev: list[Event] | None) -> None:
         self.current_seat = seat
         self.owes = False  # MT-DBL-1: a tile is owed for a double
-        self.drew = False  # MT-DR-1 / MT-DBL-6: one draw per tile owed
+        # API.md turn.drewThisTurn: the seat has drawn during this turn (MT-DR-1,
+        # MT-DBL-6). It only says so: "one draw per tile owed" needs no flag, since
+        # a drawn tile that fits is forced (``forced``) and one that does not ends
+        # the turn, so a seat with no play has not drawn for the tile it owes now.
+        self.drew = False
         self.forced = -1  # MT-DR-1: a playable drawn tile must be played
         self.doubles_this_turn = 0
         self.played_this_turn = 0
@@ -478,7 +482,9 @@ class MexicanTrain:
         if self.chain_open and self.played_this_turn and not self.owes:
             moves.append(END_TURN)  # MT-FT-1
         if not moves:
-            moves.append(DRAW if self.boneyard and not self.drew else PASS)
+            # MT-DR-1/2, MT-DBL-6: no play, so no drawn tile is pending (it would
+            # be forced): draw one for the tile owed now, if any is left.
+            moves.append(DRAW if self.boneyard else PASS)
         return moves
 
     def _available_slots(self, seat: int) -> list[int]:
@@ -605,8 +611,6 @@ class MexicanTrain:
                 return _illegal("MUST_PLAY", "MT-TURN-2", "you hold a playable tile: play it")
             if END_TURN in legal:
                 return _illegal("CANNOT_DRAW", "MT-FT-1", "your chain cannot go on: end the turn")
-            if self.drew:
-                return _illegal("CANNOT_DRAW", "MT-DR-1", "you already drew this turn")
             return _illegal("CANNOT_DRAW", "MT-DR-2", "the boneyard is empty: pass")
         if move.kind is MoveKind.PASS:
             if plays:
@@ -764,9 +768,9 @@ class MexicanTrain:
         if self._knock_rule and self.counts[seat] == 1 and not move.announce:
             self.penalties += 1  # MT-KNOCK-1
         if a == b:
-            # MT-DBL-1/4/6: a double owes one more tile, from the hand or one new draw.
+            # MT-DBL-1/4/6: a double owes one more tile, from the hand or one new
+            # draw; ``drew`` stays as it is: the seat still drew this turn (API.md).
             self.owes = True
-            self.drew = False
             self.doubles_this_turn += 1
             return
         self.owes = False
@@ -898,25 +902,33 @@ class MexicanTrain:
     # ------------------------------------------------------------------ state
 
     def to_dict(self) -> dict[str, Any]:
-        """The whole state as plain JSON values (see :meth:`to_bytes`)."""
+        """The whole state as plain JSON values (see :meth:`to_bytes`).
+
+        A value of its own: callers edit it (the determinizer, scenario tests)
+        and nothing they do reaches this game. The game's lists hold ints and
+        bools only, so a shallow copy of each is enough; it is on every move's
+        path (the service saves the state), so the copies are made in C loops.
+        """
+        hand_lists = self._hand_lists
+        if None in hand_lists:
+            for seat in range(self.players):
+                self._hand_list(seat)  # lists the hands that changed since the last save
+        copy = list.copy  # list(map(copy, ...)) copies in a C loop
         return {
             "format": STATE_FORMAT,
             "game": self.name,
-            "rules": dict(self._rules_saved),  # a copy: the caller may edit it
+            "rules": dict(self._rules_saved),  # a copy: the saved dict is shared (cached)
             "players": self.players,
             "seed": self.seed,
             "version": self.version,
             "round": self.round,
             "starter": self.starter,
-            "hands": [
-                self._hand_list(seat) if ids is None else ids
-                for seat, ids in enumerate(self._hand_lists)
-            ],
-            "boneyard": self.boneyard,
+            "hands": list(map(copy, cast("list[list[int]]", hand_lists))),
+            "boneyard": self.boneyard[:],
             "trains": self._trains_saved(),
-            "markers": self.markers,
-            "doubles": self.doubles,
-            "first_turn_pending": self.first_turn_pending,
+            "markers": self.markers[:],
+            "doubles": list(map(copy, self.doubles)),
+            "first_turn_pending": self.first_turn_pending[:],
             "turn": [
                 self.current_seat,
                 self.owes,
@@ -929,22 +941,23 @@ class MexicanTrain:
                 self.own_train_only,
                 self.chain_open,
             ],
-            "round_scores": self.round_scores,
+            "round_scores": list(map(copy, self.round_scores)),
             "over": self.over,
             "winners": list(self.winners),
             "history": self._history_string(),
         }
 
     def _trains_saved(self) -> list[list[list[Any]]]:
-        """Each train as ``[[parent end, open value, tile codes], ...]``, a branch each."""
+        """Each train as ``[[parent end, open value, tile codes], ...]``, a branch each
+        (the codes copied: see :meth:`to_dict`)."""
         out: list[list[list[Any]]] = []
         for parents, values, tiles in zip(
             self.branch_parent, self.trains, self.train_tiles, strict=True
         ):
             if len(values) == 1:  # no chicken foot (most trains): no inner loop
-                out.append([[parents[0], values[0], tiles[0]]])
+                out.append([[parents[0], values[0], tiles[0][:]]])
             else:
-                out.append([[p, v, t] for p, v, t in zip(parents, values, tiles, strict=True)])
+                out.append([[p, v, t[:]] for p, v, t in zip(parents, values, tiles, strict=True)])
         return out
 
     def to_bytes(self) -> bytes:

@@ -47,7 +47,9 @@ class _Words:
         self.words.extend(struct.unpack(f">{digests * _WORDS_PER_DIGEST}Q", b"".join(parts)))
 
 
-#: Step 2's rejection limits for the list sizes a deal uses (larger ones computed).
+#: Step 2's rejection limit for each ``n`` below 256: ``_LIMITS[n]`` serves
+#: ``uniform(n)``. Every deal fits (double-18 has 190 tiles); larger lists take
+#: the exact path, which computes its limits.
 _LIMITS: Final = [_TWO64 - (_TWO64 % n) if n else 0 for n in range(256)]
 
 
@@ -56,7 +58,9 @@ def shuffle(seed: str, label: str, items: MutableSequence[T]) -> MutableSequence
     size = len(items)
     stream = _Words(seed, label)
     stream.more(size)
-    if size <= len(_LIMITS):
+    # A shuffle of ``size`` items draws ``uniform(size)`` first, so it reads
+    # ``_LIMITS[size]``: the table covers it only below its length.
+    if size < len(_LIMITS):
         # Fast path: one word per swap. A word is rejected (step 2) about once
         # in 2**56 draws; if it happens, start again on the exact path below.
         original = list(items)

@@ -226,6 +226,34 @@ def test_determinizations_match_the_seat_everywhere(setup: Setup) -> None:
         game.push(rnd.choice(game.legal_moves()))
 
 
+def kinds(moves: list[Move]) -> set[MoveKind]:
+    return {m.kind for m in moves}
+
+
+def test_determinizer_keeps_drew_this_turn_after_a_drawn_double() -> None:
+    """MT-DBL-6: a drawn double, once played, owes a tile that may be drawn for
+    again; the view still says the seat drew (API.md ``turn.drewThisTurn``), and
+    the expert's determinization reads the same turn and the same legal moves
+    (a drawn double matches the end it went on, so the seat holds no play)."""
+    found = 0
+    for name in ("standard", "pagat", "house", "cover_own"):
+        game = engine.new_game(engine.preset(name).with_options(rounds=4), 4, f"drawn-{name}")
+        rnd = random.Random(name)
+        while not game.over:
+            seat, legal = game.current_seat, game.legal_moves()
+            view = build_view(game, seat)
+            assert view.turn is not None
+            turn = view.turn
+            if turn.drew_this_turn and turn.owes_tile and MoveKind.PLAY not in kinds(legal):
+                found += 1
+                sample = Determinizer(view, legal).position(rnd)
+                assert build_view(sample, seat).turn == turn
+                assert sample.legal_moves() == legal
+                assert decide("expert", game) in legal
+            game.push(rnd.choice(legal))
+    assert found >= 5, found
+
+
 def test_determinizer_refuses_a_seat_not_to_move() -> None:
     game = engine.new_game("standard", 4, "not-you")
     other = (game.current_seat + 1) % 4

@@ -607,7 +607,7 @@ def test_mt_dbl_6_drawn_double_on_a_plain_turn_owes_with_one_more_draw() -> None
     assert typed(play(g, "draw")) == typed([TileDrawn(0, t("7-7"), "move")])
     assert legal(g) == ["7-7@m0"]
     assert typed(play(g, "7-7@m0")) == typed([TilePlayed(0, t("7-7"), M0)])
-    assert build_view(g).turn == TurnView(True, False, False)
+    assert build_view(g).turn == TurnView(True, True, False)
     assert legal(g) == ["draw"]
     assert typed(play(g, "draw")) == typed([TileDrawn(0, t("7-9"), "move")])
     assert build_view(g).turn == TurnView(True, True, False)
@@ -616,6 +616,65 @@ def test_mt_dbl_6_drawn_double_on_a_plain_turn_owes_with_one_more_draw() -> None
         [TilePlayed(0, t("7-9"), M0), DoubleSatisfied(M0, 7, False), TurnStarted(1)]
     )
     assert [str(x) for x in g.boneyard_tiles()] == ["3-3"]
+
+
+def drew_this_turn(game: MexicanTrain) -> bool:
+    """API.md ``turn.drewThisTurn`` as the seat to move, a spectator and the
+    state's reload all see it."""
+    seat = game.current_seat
+    turn = build_view(game, seat).turn
+    assert turn is not None
+    assert build_view(game).turn == turn
+    assert build_view(engine.load(game.to_bytes()), seat).turn == turn
+    return turn.drew_this_turn
+
+
+def test_mt_dbl_6_drew_this_turn_stays_true_after_a_drawn_double_owes_again() -> None:
+    # API.md: drewThisTurn is true once the seat has drawn during this turn, and
+    # still true after a drawn double created a new debt that permits another
+    # draw (MT-DBL-6). It used to turn false when the drawn double was played.
+    g = pos(
+        hands=["1-2", "0-1", "0-2", "0-3"],
+        boneyard="7-7 7-9 3-3",
+        trains={"p0": "12-5", "m0": "12-7"},
+    )
+    assert not drew_this_turn(g)
+    play(g, "draw")
+    assert drew_this_turn(g)
+    play(g, "7-7@m0")
+    assert (g.current_seat, g.owes, legal(g)) == (0, True, ["draw"])
+    assert drew_this_turn(g)
+    play(g, "draw")
+    assert (g.current_seat, legal(g)) == (0, ["7-9@m0"])
+    assert drew_this_turn(g)
+    play(g, "7-9@m0")
+    assert g.current_seat == 1
+    assert not drew_this_turn(g)
+
+
+def test_mt_dbl_6_drew_this_turn_after_a_drawn_double_paid_for_a_held_double() -> None:
+    # Owing for 5-5, seat 0 draws 7-7 and plays it (a new debt), draws again and
+    # cannot place 7-9 (MT-DBL-4: not on the newer double): marker on, turn over.
+    g = owing(boneyard="7-7 7-9 3-3")
+    assert not drew_this_turn(g)
+    play(g, "draw", "7-7@m0")
+    assert (g.current_seat, legal(g)) == (0, ["draw"])
+    assert drew_this_turn(g)
+    play(g, "draw")
+    assert (g.current_seat, g.markers[0]) == (1, True)
+    assert not drew_this_turn(g)
+
+
+def test_mt_dbl_6_drawn_double_owing_with_empty_boneyard_passes() -> None:
+    # The new debt with nothing left to draw: a pass (MT-DR-2), and a draw is
+    # refused for the empty boneyard, not as a second draw.
+    g = owing(boneyard="7-7", seat3="5-6")
+    play(g, "draw", "7-7@m0")
+    assert (g.current_seat, legal(g)) == (0, ["pass"])
+    assert drew_this_turn(g)
+    illegal(g, "draw", "CANNOT_DRAW", "MT-DR-2")
+    assert typed(play(g, "pass")) == typed([Passed(0), MarkerPlaced(0), TurnStarted(1)])
+    assert not drew_this_turn(g)
 
 
 def test_mt_dbl_6_second_draw_may_not_cover_the_newer_double() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from engine import MexicanTrain, preset
-from engine.shuffle import shuffle
+from engine.shuffle import _shuffle_exact, _Words, shuffle
 from engine.tiles import TILES, canonical_ids
 
 # A copy of ../shared/vectors/shuffle.json, so the test never depends on the
@@ -64,3 +64,39 @@ def test_mt_fair_1_seed_commitment() -> None:
 @pytest.mark.skipif(not SHARED.exists(), reason="../shared is not beside this checkout")
 def test_vectors_copy_is_current() -> None:
     assert json.loads(SHARED.read_text()) == json.loads(VECTORS.read_text())
+
+
+def _api_md_shuffle(seed: str, label: str, items: list[int]) -> list[int]:
+    """API.md steps 1-3 written out word by word, apart from engine.shuffle."""
+    words: list[int] = []
+    counter = 0
+
+    def uniform(n: int) -> int:
+        nonlocal counter
+        limit = 2**64 - (2**64 % n)
+        while True:
+            if not words:
+                digest = hashlib.sha256(
+                    seed.encode() + b"\x00" + label.encode() + b"\x00" + counter.to_bytes(8, "big")
+                ).digest()
+                counter += 1
+                words.extend(int.from_bytes(digest[k : k + 8], "big") for k in range(0, 32, 8))
+            x = words.pop(0)
+            if x < limit:
+                return x % n
+
+    for i in range(len(items) - 1, 0, -1):
+        j = uniform(i + 1)
+        items[i], items[j] = items[j], items[i]
+    return items
+
+
+@pytest.mark.parametrize("size", [2, 90, 254, 255, 256, 257, 300, 511, 1024])
+@pytest.mark.parametrize("seed", ["railyard", "seed-2", "ünïcode"])
+def test_mt_fair_1_shuffle_matches_api_md_at_every_size(seed: str, size: int) -> None:
+    """``shuffle`` gives API.md's result at every size, on both sides of its fast
+    path's table (256 items used to raise IndexError), and agrees with its own
+    exact path (``_shuffle_exact``)."""
+    want = _api_md_shuffle(seed, "round:1:deal", list(range(size)))
+    assert _shuffle_exact(_Words(seed, "round:1:deal"), list(range(size))) == want
+    assert list(shuffle(seed, "round:1:deal", list(range(size)))) == want
