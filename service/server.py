@@ -8,6 +8,7 @@ import gc
 import logging
 import resource
 import signal
+import socket
 from collections.abc import Iterator
 from typing import Any, Final
 
@@ -35,6 +36,24 @@ ACCEPT_FAILED: Final = "socket.accept() out of system resource"
 
 class StartupError(Exception):
     """A configuration this host cannot serve: the process does not start."""
+
+
+def _listen_http(settings: Settings) -> socket.socket:
+    """The HTTP port's socket, bound (uvicorn listens on it), or a
+    StartupError naming the setting to change."""
+    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((settings.host, settings.http_port))
+    except OSError as exc:
+        sock.close()
+        raise StartupError(
+            f"HTTP cannot listen on {settings.host}:{settings.http_port} ({exc.strerror}): "
+            "choose another with --http-port / RAILYARD_HTTP_PORT (or --host / RAILYARD_HOST)"
+        ) from None
+    sock.set_inheritable(True)
+    return sock
 
 
 class AcceptFailureLog:
@@ -114,11 +133,23 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     store = make_store(settings)
     where = redact_url(settings.redis_url) if settings.redis_url else "in-process memory"
     log.info("store: %s (%s)", store.name, where)
+    # Both ports first: one that is taken is one line naming its setting,
+    # not uvicorn's traceback after gRPC already started.
+    http_socket = _listen_http(settings)
     app = GameApp(store, settings)
     watches_closing = asyncio.Event()
-    grpc_server, grpc_port = create_grpc_server(
-        app, settings.host, settings.grpc_port, watches_closing
-    )
+    try:
+        grpc_server, grpc_port = create_grpc_server(
+            app, settings.host, settings.grpc_port, watches_closing
+        )
+    except (OSError, RuntimeError):  # (grpc raises RuntimeError for a port it cannot bind)
+        http_socket.close()
+        app.close()
+        raise StartupError(
+            f"gRPC cannot listen on {settings.host}:{settings.grpc_port} (in use, or not an "
+            "address of this host): choose another with --grpc-port / RAILYARD_GRPC_PORT "
+            "(or --host / RAILYARD_HOST)"
+        ) from None
     from service.http_limits import limited_protocol
     from service.http_server import close_streams, create_http_app
 
@@ -150,7 +181,7 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
     await grpc_server.start()
-    http_task = asyncio.create_task(http_server.serve())
+    http_task = asyncio.create_task(http_server.serve(sockets=[http_socket]))
     while not http_server.started and not http_task.done():
         await asyncio.sleep(0.01)
     if http_task.done():

@@ -225,3 +225,44 @@ def test_a_commit_whose_answer_is_lost_is_outcome_unknown_and_a_retry_tells(
                 redis_server.start()
 
     run(go())
+
+
+@pytest.mark.parametrize(("busy", "setting"), [("http", "--http-port"), ("grpc", "--grpc-port")])
+def test_a_busy_port_is_one_line_naming_its_setting(busy: str, setting: str) -> None:
+    """A port in use ended in uvicorn's traceback (after gRPC had started),
+    naming no setting. Now: exit 1 and one line naming the flag and the
+    environment variable, no traceback."""
+    import socket
+    import subprocess
+
+    from tests.test_service_resilience import RAILYARD
+
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        other = free_port()
+        http, grpc_port = (port, other) if busy == "http" else (other, port)
+        done = subprocess.run(
+            [
+                str(RAILYARD),
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--http-port",
+                str(http),
+                "--grpc-port",
+                str(grpc_port),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env={"PATH": "/usr/bin:/bin"},
+        )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    (line,) = [x for x in done.stderr.splitlines() if "cannot start" in x]
+    assert setting in line
+    assert f"RAILYARD_{busy.upper()}_PORT" in line
+    assert str(port) in line
