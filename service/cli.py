@@ -382,11 +382,18 @@ def _play_options(target: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="railyard", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="railyard",
+        # The module docstring, without its reStructuredText quoting.
+        description=(__doc__ or "").replace("``", ""),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command")
     serve = sub.add_parser("serve", help="serve gRPC and HTTP")
-    serve.add_argument("--host", default=None, help="listen address (RAILYARD_HOST, 0.0.0.0)")
+    serve.add_argument(
+        "--host",
+        default=None,
+        help="listen address (RAILYARD_HOST, 127.0.0.1; 0.0.0.0 for every interface)",
+    )
     serve.add_argument("--grpc-port", type=int, default=None, help="RAILYARD_GRPC_PORT, 50051")
     serve.add_argument("--http-port", type=int, default=None, help="RAILYARD_HTTP_PORT, 8080")
     serve.add_argument("--redis-url", default=None, help="REDIS_URL; empty: in-process store")

@@ -14,7 +14,10 @@ from service.identity import TrustedProxies
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="RAILYARD_", extra="ignore")
 
-    host: str = "0.0.0.0"
+    #: Listen address. Loopback by default: `railyard serve` with the
+    #: in-process store is for trying it out on one machine; the image and
+    #: the manifests set 0.0.0.0.
+    host: str = "127.0.0.1"
     grpc_port: int = Field(50051, ge=0, le=65535)
     http_port: int = Field(8080, ge=0, le=65535)
     #: Redis URL; empty: the in-process memory store (one machine, for trying it out).

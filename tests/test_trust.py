@@ -266,3 +266,28 @@ def test_a_busy_port_is_one_line_naming_its_setting(busy: str, setting: str) -> 
     assert setting in line
     assert f"RAILYARD_{busy.upper()}_PORT" in line
     assert str(port) in line
+
+
+def test_the_default_bind_is_loopback_and_the_deployments_open_it() -> None:
+    """`make run` with the in-process store is for one machine: it listened
+    on every interface. Loopback by default; the image and the manifests
+    say 0.0.0.0 themselves."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    assert Settings().host == "127.0.0.1"
+    assert "RAILYARD_HOST=0.0.0.0" in (root / "Dockerfile").read_text()
+    assert (
+        '{name: RAILYARD_HOST, value: "0.0.0.0"}' in (root / "deploy/k8s/railyard.yaml").read_text()
+    )
+
+
+def test_help_is_plain_text() -> None:
+    """`railyard --help` showed the module docstring's reStructuredText quoting."""
+    import subprocess
+
+    from tests.test_service_resilience import RAILYARD
+
+    shown = subprocess.run([str(RAILYARD), "--help"], capture_output=True, text=True, check=True)
+    assert "``" not in shown.stdout
+    assert "railyard serve" in shown.stdout
