@@ -387,7 +387,7 @@ class Profiler:
 @dataclass
 class Game:
     game_id: str
-    tokens: list[str]
+    tokens: dict[int, str]  # by seat (every seat here is a person: bots get no token)
     #: Per move: the seat to move, the HTTP JSON body, the gRPC request bytes.
     seats: list[int] = field(default_factory=list)
     bodies: list[str] = field(default_factory=list)
@@ -440,7 +440,8 @@ async def _create_games(
             request = create_request(f"bench-{tag}-{i}", players, preset, rounds)
             async with limit:
                 response = await stub.CreateGame(request, timeout=30)
-            tokens = [s.token for s in sorted(response.seats, key=lambda s: s.seat)]
+            tokens = {s.seat: s.token for s in response.seats}
+            assert sorted(tokens) == list(range(players)), "a token for every person's seat"
             out.append((Game(response.game.game_id, tokens), request, response.game))
 
         await asyncio.gather(*(one(i) for i in range(count)))
@@ -731,7 +732,7 @@ async def _grpc_client(
 
 async def _grpc_worker_main(
     target: str,
-    clients: list[list[tuple[list[str], list[int], list[bytes]]]],
+    clients: list[list[tuple[dict[int, str], list[int], list[bytes]]]],
     wrap: bool,
     seconds: float,
     go: MpEvent,
@@ -786,7 +787,7 @@ async def _grpc_worker_main(
 
 def _grpc_worker(
     target: str,
-    clients: list[list[tuple[list[str], list[int], list[bytes]]]],
+    clients: list[list[tuple[dict[int, str], list[int], list[bytes]]]],
     wrap: bool,
     seconds: float,
     cpus: set[int] | None,
@@ -825,7 +826,9 @@ def run_grpc(
     go, ready, results = ctx.Event(), ctx.Queue(), ctx.Queue()
     start_at = ctx.Value("d", 0.0)
     procs = max(1, min(procs, len(clients)))
-    shares: list[list[list[tuple[list[str], list[int], list[bytes]]]]] = [[] for _ in range(procs)]
+    shares: list[list[list[tuple[dict[int, str], list[int], list[bytes]]]]] = [
+        [] for _ in range(procs)
+    ]
     for c, games in enumerate(clients):
         shares[c % procs].append(
             [(g.tokens, g.seats[g.start :], g.frames[g.start :]) for g in games]

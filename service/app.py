@@ -83,7 +83,10 @@ class Seats:
         return _seats_of(data)
 
     def seat_of(self, token: str) -> int | None:
-        """The seat whose token this is; every hash is compared, in constant time."""
+        """The seat whose token this is; every hash is compared, in constant time.
+
+        A bot seat's stored hash is "": a SHA-256 hex digest is never "", so
+        no token is ever a bot seat's."""
         digest = _hash_token(token)
         found = None
         for seat, stored in enumerate(self.token_hashes):
@@ -371,11 +374,17 @@ class GameApp:
             game_id = digest.hexdigest()[:_GAME_ID_LEN]
         else:
             game_id = secrets.token_hex(_GAME_ID_LEN // 2)
-        tokens = [secrets.token_urlsafe(24) for _ in players]  # 192 random bits each
+        # A token for each person's seat only (192 random bits each): a bot
+        # seat's token would show its creator that bot's hand. A bot seat's
+        # stored hash is "", which Seats.seat_of never matches: it compares
+        # SHA-256 hex digests, and a digest is never "".
+        tokens = {i: secrets.token_urlsafe(24) for i, p in enumerate(players) if not p.bot}
         seats = Seats(
             names=tuple(p.display_name or f"Player {i + 1}" for i, p in enumerate(players)),
             bots=tuple(int(p.bot) for p in players),
-            token_hashes=tuple(_hash_token(t) for t in tokens),
+            token_hashes=tuple(
+                _hash_token(tokens[i]) if i in tokens else "" for i in range(len(players))
+            ),
         )
         events: list[StoredEvent] = []
         _append(events, game.opening_events, 0)
@@ -386,7 +395,7 @@ class GameApp:
         loaded.game = game
         response = pb.CreateGameResponse(
             game=self._view(loaded, None),
-            seats=[pb.SeatToken(seat=i, token=t) for i, t in enumerate(tokens)],
+            seats=[pb.SeatToken(seat=i, token=t) for i, t in tokens.items()],
         )
         record = GameRecord(game_id, game.version, _state_bytes(game), seats.to_bytes())
         key = f"create:{request.request_id}" if request.request_id else None

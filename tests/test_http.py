@@ -113,7 +113,7 @@ def version_of(message: dict[str, Any]) -> int:
 @dataclass
 class Game:
     game_id: str
-    tokens: list[str]
+    tokens: dict[int, str]  # by seat: people's seats only (API.md CreateGameResponse)
     created: dict[str, Any]
 
     @property
@@ -131,8 +131,16 @@ async def create(
     response = await client.post("/v1/games", json=body)
     assert response.status_code == 200, response.text
     created = response.json()
-    tokens = [s["token"] for s in created["seats"]]
-    return Game(created["game"]["gameId"], tokens, created)
+    return Game(created["game"]["gameId"], tokens_by_seat(created), created)
+
+
+def tokens_by_seat(created: dict[str, Any]) -> dict[int, str]:
+    """The seat tokens of a CreateGameResponse by seat (seat 0 and an empty
+    list are omitted in canonical JSON); each seat at most once."""
+    seats = created.get("seats", [])
+    tokens = {s.get("seat", 0): s["token"] for s in seats}
+    assert len(tokens) == len(seats), f"a seat listed twice: {seats}"
+    return tokens
 
 
 async def view(client: httpx.AsyncClient, game: Game, seat: int | None = None) -> dict[str, Any]:
@@ -243,9 +251,10 @@ def test_whole_game_over_http_two_people_and_a_bot() -> None:
             assert response.status_code == 200, response.text
             created = response.json()
             check("CreateGameResponse", created)
-            assert [s.get("seat", 0) for s in created["seats"]] == [0, 1, 2]
-            assert len({s["token"] for s in created["seats"]}) == 3
-            game = Game(created["game"]["gameId"], [s["token"] for s in created["seats"]], created)
+            # People's seats only: seat 2 is a bot and gets no token.
+            assert [s.get("seat", 0) for s in created["seats"]] == [0, 1]
+            assert len({s["token"] for s in created["seats"]}) == 2
+            game = Game(created["game"]["gameId"], tokens_by_seat(created), created)
             public = created["game"]
             assert "hand" not in public
             assert "viewerSeat" not in public
@@ -368,6 +377,8 @@ def test_a_game_of_bots_only_is_played_by_create() -> None:
             bots = [{"bot": "BOT_LEVEL_RANDOM"}, {"bot": "BOT_LEVEL_RANDOM"}]
             game = await create(client, players=bots)
             assert game.created["game"]["status"] == "GAME_STATUS_FINISHED"
+            assert "seats" not in game.created  # no person, no token
+            assert game.tokens == {}
             assert game.created["game"]["seed"] == SEED
             assert version_of(game.created["game"]) > 0
 
@@ -585,7 +596,8 @@ def test_move_refusals_not_your_turn_illegal_stale_game_over() -> None:
 
             await play_to_end(client, game, random.Random(3))
             final = await version_now(client, game)
-            for token in game.tokens[:2]:
+            assert sorted(game.tokens) == [0, 1]
+            for token in game.tokens.values():
                 response = await client.post(
                     moves, headers=bearer(token), json={"move": {"draw": {}}}
                 )
@@ -677,7 +689,7 @@ def test_request_id_replay_returns_the_first_answer_and_applies_once() -> None:
             assert first.status_code == again.status_code == 200
             assert first.content == again.content
             created = first.json()
-            game = Game(created["game"]["gameId"], [s["token"] for s in created["seats"]], created)
+            game = Game(created["game"]["gameId"], tokens_by_seat(created), created)
 
             state = await view(client, game)
             before = version_of(state)

@@ -39,6 +39,7 @@ async def _play(app: GameApp, level: int, seed: str) -> list[str]:
         Caller(),
     )
     game_id = created.game.game_id
+    assert [s.seat for s in created.seats] == [0], "a token for the person only"
     me = Caller(created.seats[0].token)
     rng = random.Random(seed)
     view = created.game

@@ -40,7 +40,7 @@ from redis import Redis
 import engine
 from engine.tiles import MAX_SET
 from service.api import game_service_pb2 as pb
-from service.app import GameApp
+from service.app import GameApp, Seats
 from service.grpc_server import create_grpc_server
 from service.http_server import create_http_app
 from service.settings import Settings
@@ -363,7 +363,11 @@ def _finished(view: dict[str, Any]) -> bool:
 
 
 def _tokens(created: dict[str, Any]) -> dict[int, str]:
-    return {s.get("seat", 0): s["token"] for s in created["seats"]}
+    """The seat tokens by seat: the people's seats only (API.md CreateGameResponse)."""
+    seats = created.get("seats", [])
+    tokens = {s.get("seat", 0): s["token"] for s in seats}
+    assert len(tokens) == len(seats), f"a seat listed twice: {seats}"
+    return tokens
 
 
 def _kind(event: dict[str, Any]) -> str:
@@ -443,8 +447,9 @@ def test_full_game(redis_url: str, transport: str) -> None:
             request = _request(n, {bot: pb.BOT_LEVEL_RANDOM}, seed, preset="pagat", rounds=2)
             created = (await client.create(request)).ok()
             tokens = _tokens(created)
-            assert sorted(tokens) == list(range(n))
-            assert len(set(tokens.values())) == n
+            people_seats = [s for s in range(n) if s != bot]
+            assert sorted(tokens) == people_seats, "a token for each person, none for the bot"
+            assert len(set(tokens.values())) == n - 1
             view = created["game"]
             assert "seed" not in view
             assert "viewerSeat" not in view
@@ -461,6 +466,80 @@ def test_full_game(redis_url: str, transport: str) -> None:
                 assert mine["status"] == FINISHED
                 assert mine["viewerSeat"] == seat
                 assert mine["seed"] == seed
+
+    run(go())
+
+
+@pytest.mark.parametrize("transport", ["grpc", "http"])
+def test_create_game_gives_tokens_to_the_people_only(redis_url: str, transport: str) -> None:
+    """API.md CreateGameResponse: a {seat, token} for each person's seat and none
+    for a bot seat (its token would show its creator that bot's hand); no seat
+    token acts for a bot seat, on either transport."""
+
+    async def go() -> None:
+        async with instance(redis_url) as one:
+            creator: Client = one.grpc if transport == "grpc" else one.rest
+            clients: list[Client] = [one.grpc, one.rest]
+            bots = {1: pb.BOT_LEVEL_RANDOM, 3: pb.BOT_LEVEL_GREEDY}
+            seed = _seed(f"people-only-{transport}")
+            created = (await creator.create(_request(4, bots, seed, rounds=1))).ok()
+            tokens = _tokens(created)
+            assert sorted(tokens) == [0, 2], f"seats with a token: {created.get('seats')}"
+            assert len(set(tokens.values())) == 2
+            game_id = created["game"]["gameId"]
+            record = await one.store.load(game_id)
+            assert record is not None
+            stored = Seats.from_bytes(record.meta)
+            assert [h == "" for h in stored.token_hashes] == [False, True, False, True]
+            for seat, token in tokens.items():
+                assert stored.seat_of(token) == seat
+            assert stored.seat_of("") is None  # a digest is never "": no bot seat matches
+
+            async def each_token_is_its_own_seat(view: dict[str, Any]) -> None:
+                for client in clients:
+                    for seat, token in tokens.items():
+                        mine = (await client.get(game_id, token)).ok()
+                        assert mine["viewerSeat"] == seat
+                        assert len(mine.get("hand", [])) == mine["players"][seat].get(
+                            "handCount", 0
+                        )
+                        legal = (await client.legal(game_id, token)).ok()
+                        if _finished(view) or view["currentSeat"] != seat:
+                            assert not legal.get("moves"), f"seat {seat} may move for another"
+                            refused = await client.apply(game_id, token, {"draw": {}})
+                            reason = "GAME_OVER" if _finished(view) else "NOT_YOUR_TURN"
+                            assert refused.reason == reason, refused.data
+                    refused = await client.apply(game_id, None, {"draw": {}})
+                    assert refused.reason == "UNAUTHENTICATED", refused.data
+                    public = (await client.get(game_id, None)).ok()
+                    assert "hand" not in public
+                    assert "viewerSeat" not in public
+                    for token in ("not-a-token", "x" * 32):
+                        for call in (
+                            client.get(game_id, token),
+                            client.legal(game_id, token),
+                            client.apply(game_id, token, {"draw": {}}),
+                        ):
+                            assert (await call).reason == "BAD_SEAT_TOKEN"
+
+            view = created["game"]
+            await each_token_is_its_own_seat(view)
+            final, moves = await play_to_end(
+                creator, game_id, tokens, view, random.Random(seed), set(bots)
+            )
+            assert moves > 3
+            await each_token_is_its_own_seat(final)
+
+            # Bots only: no person, no token at all (JSON omits an empty list).
+            only_bots = {0: pb.BOT_LEVEL_RANDOM, 1: pb.BOT_LEVEL_RANDOM}
+            request = _request(2, only_bots, seed + "-bots", rounds=1)
+            for client in clients:
+                created = await client.create(request)
+                assert "seats" not in created.ok()
+                assert not created.message.seats  # type: ignore[attr-defined]
+                record = await one.store.load(created.data["game"]["gameId"])
+                assert record is not None
+                assert Seats.from_bytes(record.meta).token_hashes == ("", "")
 
     run(go())
 
@@ -846,7 +925,11 @@ async def _hidden_game(
     body = created.ok()
     game_id = body["game"]["gameId"]
     tokens = _tokens(body)
-    viewers: list[int | None] = [None, *range(players)]
+    # A token for each person and none for a bot: a bot seat's token would
+    # show its creator that bot's hand. So a bot seat is never a viewer.
+    people_seats = [s for s in range(players) if s not in bots]
+    assert sorted(tokens) == people_seats, f"seat tokens {sorted(tokens)}, bots {sorted(bots)}"
+    viewers: list[int | None] = [None, *people_seats]
     leaks = Leaks(seed, list(tokens.values()))
     timeline = Timeline()
     cp = await checkpoint(authority, game_id, players)
@@ -993,7 +1076,7 @@ async def _hidden_game(
             check_stream(leaks, f"rewatch {client.name} {viewer}", items, timeline, viewer, log, -1)
     # An EventSource reconnecting with Last-Event-ID: the rest, nothing twice.
     middle = timeline.points[len(timeline.points) // 2].version
-    for viewer in (None, 0):
+    for viewer in (None, people_seats[0]):
         token = tokens[viewer] if viewer is not None else None
         items = await asyncio.wait_for(one.rest.watch(game_id, token, last_event_id=middle), 10)
         check_stream(leaks, f"resume {viewer}", items, timeline, viewer, log, middle)
@@ -1187,7 +1270,7 @@ def test_create_game_with_request_id_is_idempotent(redis_url: str) -> None:
             assert first.code == second.code == "OK"
             assert first.raw[0][1] == second.raw[0][1]
             body = first.ok()
-            assert len(_tokens(body)) == 3
+            assert sorted(_tokens(body)) == [1, 2], "the people's seats: seat 0 is a bot"
             over_http = await a.rest.create(seeded)
             assert over_http.ok() == body  # the same request, the other transport
             assert _games_in_redis(redis_url) == 1

@@ -50,7 +50,9 @@ def test_metrics_count_calls_games_moves_and_watches() -> None:
             body = {"players": [{}, {}, {"bot": "BOT_LEVEL_RANDOM"}], "ruleset": RULES}
             created = (await http.post("/v1/games", json=body)).json()
             game_id = created["game"]["gameId"]
-            tokens = [s["token"] for s in created["seats"]]
+            # By seat: the people's seats 0 and 1 (the bot at seat 2 has no token).
+            tokens = {s.get("seat", 0): s["token"] for s in created["seats"]}
+            assert sorted(tokens) == [0, 1]
             mover = created["game"].get("currentSeat", 0)
             other = 1 - mover
             legal = await http.get(f"/v1/games/{game_id}/legal-moves", headers=auth(tokens[mover]))

@@ -62,8 +62,9 @@ if (args.seed !== undefined) request.seed = args.seed;
 
 const created = await client.createGame(request);
 const gameId = created.game.gameId;
-// seats[].seat is omitted for seat 0 (proto3 JSON leaves zeros out).
-const tokens = new Map(created.seats.map((s) => [seatOf(s), s.token]));
+// A token for each of our people's seats; bot seats get none. seats[].seat is
+// omitted for seat 0 and seats itself when empty (proto3 JSON leaves zeros out).
+const tokens = new Map((created.seats ?? []).map((s) => [seatOf(s), s.token]));
 const names = created.game.players.map((p) => p.displayName);
 log(`game ${gameId}: ${names.join(", ")}; ${created.game.roundsTotal} round(s)`);
 

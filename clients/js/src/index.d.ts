@@ -120,7 +120,8 @@ export interface SeatToken {
 
 export interface CreateGameResponse {
   game: GameView;
-  seats: SeatToken[];
+  /** One entry per person's seat (bot seats get no token); omitted when there is none. */
+  seats?: SeatToken[];
 }
 
 export interface PlayerView {

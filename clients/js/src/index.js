@@ -310,7 +310,11 @@ export class RailyardClient {
     }
   }
 
-  /** CreateGame: POST /v1/games. Returns {game, seats: [{seat?, token}]}. */
+  /**
+   * CreateGame: POST /v1/games. Returns {game, seats?: [{seat?, token}]}:
+   * a token for each person's seat, none for a bot seat (`seats` is omitted
+   * when there is no person).
+   */
   createGame(request, { signal } = {}) {
     return this._call("POST", "/v1/games", { body: request ?? {}, signal });
   }

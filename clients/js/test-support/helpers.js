@@ -22,8 +22,10 @@ export async function newGame(c, { people = 2, bots = [], rounds = 1, preset = "
   const request = { ruleset: { preset, rounds }, players };
   if (seed !== undefined) request.seed = seed;
   const created = await c.createGame(request);
+  // By seat; the people's seats only (a bot seat has no token, and a game of
+  // bots only has no `seats` at all: proto3 JSON omits an empty list).
   const tokens = [];
-  for (const s of created.seats) tokens[seatOf(s)] = s.token;
+  for (const s of created.seats ?? []) tokens[seatOf(s)] = s.token;
   return { created, gameId: created.game.gameId, tokens };
 }
 

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import net from "node:net";
 import { describe, test } from "node:test";
-import { RailyardClient, RailyardError, newRequestId, tileOf, versionOf } from "../src/index.js";
+import { RailyardClient, RailyardError, newRequestId, seatOf, tileOf, versionOf } from "../src/index.js";
 import { playTurn } from "../src/bot.js";
 import { BASE_URL, NEEDS_SERVICE, answerDroppingProxy, client, newGame } from "../test-support/helpers.js";
 
@@ -151,9 +151,21 @@ describe("errors from the service", { skip: NEEDS_SERVICE }, () => {
   });
 
   test("a move after the game is over: FAILED_PRECONDITION / GAME_OVER", async () => {
-    // Bots only: CreateGame plays the whole game.
-    const { gameId, tokens } = await newGame(c, { people: 0, bots: ["BOT_LEVEL_RANDOM", "BOT_LEVEL_RANDOM"] });
-    const err = await failure(() => c.applyMove(gameId, { draw: {} }, { token: tokens[0] }));
+    // One person against a random bot: a bot seat has no token, so the
+    // person plays to the end, then moves once more.
+    const { created, gameId, tokens } = await newGame(c, { people: 1, bots: ["BOT_LEVEL_RANDOM"] });
+    assert.deepEqual(created.seats.map(seatOf), [0], "a token for the person only");
+    const token = tokens[0];
+    let turns = 0;
+    for (;;) {
+      const view = await c.getGame(gameId);
+      if (view.status === "GAME_STATUS_FINISHED") break;
+      assert.equal(view.currentSeat ?? 0, 0, "the bot seat is never left to move");
+      const { moves } = await playTurn(c, gameId, token);
+      assert.ok(moves.length > 0, "the person was to move but played nothing");
+      assert.ok(++turns < 2000, "the game does not end");
+    }
+    const err = await failure(() => c.applyMove(gameId, { draw: {} }, { token }));
     assert.equal(err.code, "FAILED_PRECONDITION");
     assert.equal(err.reason, "GAME_OVER");
   });
