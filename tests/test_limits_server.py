@@ -139,6 +139,30 @@ def log_lines(server: Serve, text: str) -> list[str]:
 # ------------------------------------------------------------------ HTTP: slow clients
 
 
+async def slow_client(port: int, first: bytes, drip: bytes, wait: float) -> tuple[bytes, float]:
+    """A slow client: connect, send ``first``, then ``drip`` one byte every
+    0.2 s, and read until the server closes (up to ``wait`` s). What came
+    back, and the seconds from the connection's start to its close."""
+    opened = time.monotonic()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+
+    async def dribble() -> None:
+        with contextlib.suppress(OSError):
+            for byte in drip:
+                writer.write(bytes([byte]))
+                await writer.drain()
+                await asyncio.sleep(0.2)
+
+    writer.write(first)
+    dribbling = asyncio.create_task(dribble())
+    try:
+        data = await read_to_close(reader, wait)
+    finally:
+        dribbling.cancel()
+        writer.close()
+    return data, time.monotonic() - opened
+
+
 def test_slow_heads_are_closed_at_the_header_timeout_while_a_game_goes_on(
     tmp_path: Path, redis_url: str
 ) -> None:
@@ -150,25 +174,8 @@ def test_slow_heads_are_closed_at_the_header_timeout_while_a_game_goes_on(
     with serve(tmp_path, redis_url, "slow-heads", RAILYARD_HEADER_TIMEOUT=str(timeout)) as server:
 
         async def slow(send: bytes, trickle: bool) -> tuple[bytes, float]:
-            opened = time.monotonic()
-            reader, writer = await asyncio.open_connection("127.0.0.1", server.http_port)
-
-            async def dribble() -> None:
-                with contextlib.suppress(OSError):
-                    for byte in b"X-Slow: " + b"a" * 1000:
-                        writer.write(bytes([byte]))
-                        await writer.drain()
-                        await asyncio.sleep(0.2)
-
-            writer.write(send)
-            dribbling = asyncio.create_task(dribble()) if trickle else None
-            try:
-                data = await read_to_close(reader, timeout + SLACK)
-            finally:
-                if dribbling is not None:
-                    dribbling.cancel()
-                writer.close()
-            return data, time.monotonic() - opened
+            drip = b"X-Slow: " + b"a" * 1000 if trickle else b""
+            return await slow_client(server.http_port, send, drip, timeout + SLACK)
 
         async def go() -> None:
             partial = b"GET /v1/rulesets HTTP/1.1\r\nHost: railyard\r\n"
@@ -204,29 +211,14 @@ def test_slow_bodies_and_idle_connections_are_closed_in_time(
     with serve(tmp_path, redis_url, "slow-bodies", **env) as server:
 
         async def slow_body(path: str, trickle: bool) -> tuple[bytes, float]:
-            reader, writer = await asyncio.open_connection("127.0.0.1", server.http_port)
-            writer.write(
+            head = (
                 f"POST {path} HTTP/1.1\r\nHost: railyard\r\nContent-Type: application/json\r\n"
-                "Authorization: Bearer nobody\r\nContent-Length: 1000\r\n\r\n".encode()
-                + b'{"players": '
+                "Authorization: Bearer nobody\r\nContent-Length: 1000\r\n\r\n"
             )
-            sent = time.monotonic()
-
-            async def dribble() -> None:
-                with contextlib.suppress(OSError):
-                    for _ in range(1000):
-                        writer.write(b" ")
-                        await writer.drain()
-                        await asyncio.sleep(0.2)
-
-            dribbling = asyncio.create_task(dribble()) if trickle else None
-            try:
-                data = await read_to_close(reader, timeout + SLACK)
-            finally:
-                if dribbling is not None:
-                    dribbling.cancel()
-                writer.close()
-            return data, time.monotonic() - sent
+            drip = b" " * 1000 if trickle else b""
+            return await slow_client(
+                server.http_port, head.encode() + b'{"players": ', drip, timeout + SLACK
+            )
 
         async def idle() -> float:
             reader, writer = await asyncio.open_connection("127.0.0.1", server.http_port)
