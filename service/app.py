@@ -372,6 +372,15 @@ class GameApp:
             # A retry must land on the same game: its id follows from the request.
             digest = hashlib.sha256(b"create\0" + request.SerializeToString(deterministic=True))
             game_id = digest.hexdigest()[:_GAME_ID_LEN]
+            # A retry answered before its bots play again: a game of bots only
+            # would otherwise be replayed whole (seconds of worker CPU) for
+            # the answer the store already holds.
+            try:
+                remembered = await self.store.recall(game_id, f"create:{request.request_id}")
+            except StoreUnavailableError as exc:
+                raise self._store_failed(exc) from exc
+            if remembered is not None:
+                return pb.CreateGameResponse.FromString(remembered)
         else:
             game_id = secrets.token_hex(_GAME_ID_LEN // 2)
         # A token for each person's seat only (192 random bits each): a bot

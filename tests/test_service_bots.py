@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from typing import Any
 
 import grpc
 import pytest
@@ -233,5 +234,37 @@ def test_a_moves_bot_turns_go_before_waiting_create_games() -> None:
         finally:
             bots.close()
         assert finished == ["first", "move", "second", "third"]
+
+    asyncio.run(go())
+
+
+def test_a_create_game_retry_is_answered_without_playing_its_bots_again() -> None:
+    """A CreateGame of bots only retried with its requestId gets the first
+    answer from the store; its bots are not played again for it (that was
+    up to --bot-cpu-limit of worker CPU per retry)."""
+
+    async def go() -> None:
+        app = GameApp(MemoryStore(), Settings(bot_processes=0))
+        request = pb.CreateGameRequest(
+            ruleset=pb.Ruleset(preset="standard", rounds=1),
+            players=[pb.Player(bot=pb.BOT_LEVEL_GREEDY)] * 3,
+            request_id="once",
+        )
+        played: list[int] = []
+        real_play = app.bots.play
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            played.append(1)
+            return await real_play(*args, **kwargs)
+
+        app.bots.play = counted  # type: ignore[method-assign]
+        try:
+            first = await app.create_game(request, Caller())
+            again = await app.create_game(request, Caller())
+        finally:
+            app.close()
+        assert again == first
+        assert first.game.status == pb.GAME_STATUS_FINISHED
+        assert played == [1]
 
     asyncio.run(go())
