@@ -71,12 +71,18 @@ class Seats:
     names: tuple[str, ...]
     bots: tuple[int, ...]
     token_hashes: tuple[str, ...]
+    #: The seed came from CreateGame's caller (GameView.seedFromCaller).
+    seed_from_caller: bool = False
 
     def to_bytes(self) -> bytes:
-        return json.dumps(
-            {"names": self.names, "bots": self.bots, "tokens": self.token_hashes},
-            separators=(",", ":"),
-        ).encode()
+        fields: dict[str, object] = {
+            "names": self.names,
+            "bots": self.bots,
+            "tokens": self.token_hashes,
+        }
+        if self.seed_from_caller:
+            fields["callerSeed"] = True
+        return json.dumps(fields, separators=(",", ":")).encode()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Seats:
@@ -99,7 +105,12 @@ class Seats:
 def _seats_of(data: bytes) -> Seats:
     # A game's seats never change after creation: parse each game's once.
     raw = json.loads(data)
-    return Seats(tuple(raw["names"]), tuple(raw["bots"]), tuple(raw["tokens"]))
+    return Seats(
+        tuple(raw["names"]),
+        tuple(raw["bots"]),
+        tuple(raw["tokens"]),
+        bool(raw.get("callerSeed", False)),  # absent in games stored before it
+    )
 
 
 def _hash_token(token: str) -> str:
@@ -280,15 +291,17 @@ class GameApp:
     @staticmethod
     def _view(loaded: _Loaded, seat: int | None, into: pb.GameView | None = None) -> pb.GameView:
         view = engine.build_view(loaded.game, seat)
+        seats = loaded.seats
         return convert.view_to_proto(
-            view, loaded.record.game_id, loaded.seats.names, loaded.seats.bots, into
+            view, loaded.record.game_id, seats.names, seats.bots, seats.seed_from_caller, into
         )
 
     @staticmethod
     def _view_json(loaded: _Loaded, seat: int | None) -> dict[str, Any]:
         view = engine.build_view(loaded.game, seat)
+        seats = loaded.seats
         return convert.view_to_json(
-            view, loaded.record.game_id, loaded.seats.names, loaded.seats.bots
+            view, loaded.record.game_id, seats.names, seats.bots, seats.seed_from_caller
         )
 
     async def _play_bots(
@@ -353,6 +366,14 @@ class GameApp:
                 rule="MT-SET-2",
                 field="players",
             )
+        if request.seed and self.settings.caller_seeds == "deny":
+            # API.md: an operator may refuse caller seeds, whose chooser can
+            # compute every hand (MT-FAIR-1).
+            raise err.invalid(
+                "seed is refused here: this service deals every game from a seed of its own "
+                "(--caller-seeds deny); leave seed out",
+                field="seed",
+            )
         if len(request.seed) > MAX_SEED:
             raise err.invalid(
                 f"seed is {len(request.seed)} characters long: at most {MAX_SEED}", field="seed"
@@ -380,7 +401,7 @@ class GameApp:
             except StoreUnavailableError as exc:
                 raise self._store_failed(exc) from exc
             if remembered is not None:
-                return pb.CreateGameResponse.FromString(remembered)
+                return _replayed(remembered)
         else:
             game_id = secrets.token_hex(_GAME_ID_LEN // 2)
         # A token for each person's seat only (192 random bits each): a bot
@@ -394,6 +415,7 @@ class GameApp:
             token_hashes=tuple(
                 _hash_token(tokens[i]) if i in tokens else "" for i in range(len(players))
             ),
+            seed_from_caller=bool(request.seed),
         )
         events: list[StoredEvent] = []
         _append(events, game.opening_events, 0)
@@ -408,7 +430,10 @@ class GameApp:
         )
         record = GameRecord(game_id, game.version, _state_bytes(game), seats.to_bytes())
         key = f"create:{request.request_id}" if request.request_id else None
-        payload = response.SerializeToString()
+        # Remembered without its tokens: a request id is no secret (anyone
+        # can send the same body and id), so a replay must not hand out
+        # seats, and tokens are at rest only as hashes (in the seats).
+        payload = pb.CreateGameResponse(game=response.game).SerializeToString()
         try:
             remembered = await self.store.create(record, events, key, payload)
         except StoreUnavailableError as exc:
@@ -425,7 +450,7 @@ class GameApp:
                 gameId=game_id,
             ) from exc
         if remembered is not None:
-            return pb.CreateGameResponse.FromString(remembered)
+            return _replayed(remembered)  # a concurrent twin of this request created it first
         log.info("game %s created: %d players, %s", game_id, len(players), ruleset.preset)
         self.metrics.games_created.inc()
         self.metrics.bot_moves.inc(bot_moves)
@@ -663,6 +688,13 @@ class GameApp:
         except StoreUnavailableError:
             return False
         return True
+
+
+def _replayed(remembered: bytes) -> pb.CreateGameResponse:
+    """The answer to a repeated CreateGame: the game as first created, no tokens."""
+    response = pb.CreateGameResponse.FromString(remembered)
+    response.replayed = True
+    return response
 
 
 def _state_bytes(game: engine.MexicanTrain) -> bytes:

@@ -50,6 +50,7 @@ def _serve(args: argparse.Namespace) -> int:
             ("redis_url", args.redis_url),
             ("game_ttl", args.game_ttl),
             ("request_ttl", args.request_ttl),
+            ("caller_seeds", args.caller_seeds),
             ("rate_limit", args.rate_limit),
             ("rate_limit_scope", args.rate_limit_scope),
             ("trusted_proxies", args.trusted_proxies),
@@ -399,6 +400,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--redis-url", default=None, help="REDIS_URL; empty: in-process store")
     serve.add_argument("--game-ttl", type=float, default=None, help="seconds (RAILYARD_GAME_TTL)")
     serve.add_argument("--request-ttl", type=float, default=None, help="RAILYARD_REQUEST_TTL")
+    serve.add_argument(
+        "--caller-seeds",
+        choices=["allow", "deny"],
+        default=None,
+        help="seeds chosen by CreateGame's caller (RAILYARD_CALLER_SEEDS; default allow)",
+    )
     serve.add_argument("--rate-limit", type=float, default=None, help="requests/s per caller")
     serve.add_argument(
         "--rate-limit-scope",

@@ -267,6 +267,7 @@ def view_to_proto(
     game_id: str,
     names: Sequence[str],
     bots: Sequence[int],
+    seed_from_caller: bool = False,
     into: pb.GameView | None = None,
 ) -> pb.GameView:
     """The wire form of an engine view (already filtered for its viewer),
@@ -285,6 +286,7 @@ def view_to_proto(
     message.boneyard_count = view.boneyard_count
     message.seed_sha256 = view.seed_sha256
     message.winners.extend(view.winners)
+    message.seed_from_caller = seed_from_caller
     message.ruleset.CopyFrom(_ruleset_message(view.ruleset))
     message.engine.a = view.engine.a
     message.engine.b = view.engine.b
@@ -371,9 +373,14 @@ _JSON_BOT: Final[dict[int, str | int]] = {v: pb.BotLevel.Name(v) for v in pb.Bot
 
 
 def view_to_json(
-    view: GameView, game_id: str, names: Sequence[str], bots: Sequence[int]
+    view: GameView,
+    game_id: str,
+    names: Sequence[str],
+    bots: Sequence[int],
+    seed_from_caller: bool = False,
 ) -> dict[str, Any]:
-    """``MessageToDict(view_to_proto(view, game_id, names, bots))``, built directly."""
+    """``MessageToDict(view_to_proto(view, game_id, names, bots, seed_from_caller))``,
+    built directly."""
     out: dict[str, Any] = {}
     if game_id:
         out["gameId"] = game_id
@@ -465,6 +472,8 @@ def view_to_json(
         out["seed"] = view.seed
     if view.winners:
         out["winners"] = list(view.winners)
+    if seed_from_caller:
+        out["seedFromCaller"] = True
     return out
 
 

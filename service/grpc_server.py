@@ -18,10 +18,9 @@ from google.protobuf.descriptor import ServiceDescriptor
 from google.protobuf.message import DecodeError, Message
 from google.rpc import error_details_pb2, status_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 from grpc_status import rpc_status
 
-from service import errors
+from service import errors, reflection
 from service.api import game_service_pb2 as pb
 from service.api import game_service_pb2_grpc as pb_grpc
 from service.app import Caller, GameApp
@@ -368,13 +367,8 @@ def create_grpc_server(
         app.metrics.grpc_call,
     )
     add_servicer(server, StoreHealth(app), health_pb2.DESCRIPTOR.services_by_name["Health"])
-    reflection.enable_server_reflection(
-        (
-            SERVICE_NAME,
-            health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-            reflection.SERVICE_NAME,
-        ),
-        server,
+    reflection.enable(
+        server, (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name)
     )
     bound = server.add_insecure_port(f"{host}:{port}")
     if bound == 0:

@@ -26,6 +26,10 @@ class Settings(BaseSettings):
     game_ttl: float = Field(7 * 86400, gt=0)
     #: Seconds a request id's answer is remembered.
     request_ttl: float = Field(86400, gt=0)
+    #: Seeds chosen by CreateGame's caller: "allow" (the game's view says
+    #: seedFromCaller) or "deny" (refused: INVALID_ARGUMENT). A caller's seed
+    #: lets its chooser compute every hand (MT-FAIR-1, API.md).
+    caller_seeds: Literal["allow", "deny"] = "allow"
     #: Requests per second allowed per caller (a verified seat, else the
     #: client's address); 0 = no limit.
     rate_limit: float = Field(0, ge=0)

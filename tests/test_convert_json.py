@@ -142,8 +142,11 @@ def test_view_to_json_equals_message_to_dict(preset: str, players: int) -> None:
     while True:
         for seat in (None, *range(players)):
             view = engine.build_view(game, seat)
-            expected = json_format.MessageToDict(convert.view_to_proto(view, "g" * 20, names, bots))
-            assert convert.view_to_json(view, "g" * 20, names, bots) == expected
+            caller_seed = seat == 0  # both values of GameView.seedFromCaller
+            expected = json_format.MessageToDict(
+                convert.view_to_proto(view, "g" * 20, names, bots, caller_seed)
+            )
+            assert convert.view_to_json(view, "g" * 20, names, bots, caller_seed) == expected
             checked += 1
         if game.over:
             break

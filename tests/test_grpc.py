@@ -8,8 +8,9 @@ from typing import Any
 
 import grpc
 import pytest
+from google.protobuf import descriptor_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2
 
 from service.api import game_service_pb2 as pb
 from service.api import game_service_pb2_grpc as pb_grpc
@@ -190,19 +191,71 @@ def test_errors_carry_error_info_and_change_nothing(store_kind: str, url: str | 
     run(go())
 
 
-def test_health_and_reflection() -> None:
+def test_health() -> None:
     async def go() -> None:
         async with grpc_service(make_store("memory", None)) as (_, channel, _):
             health = health_pb2_grpc.HealthStub(channel)
             for service in ("", "railyard.v1.GameService"):
                 reply = await health.Check(health_pb2.HealthCheckRequest(service=service))
                 assert reply.status == health_pb2.HealthCheckResponse.SERVING
-            stub = reflection_pb2_grpc.ServerReflectionStub(channel)
-            request = reflection_pb2.ServerReflectionRequest(list_services="")
-            names: set[str] = set()
-            async for reply in stub.ServerReflectionInfo(iter([request])):
-                names |= {s.name for s in reply.list_services_response.service}
-            assert {"railyard.v1.GameService", "grpc.health.v1.Health"} <= names
+
+    run(go())
+
+
+@pytest.mark.parametrize("version", ["v1", "v1alpha"])
+def test_reflection_serves_v1_and_v1alpha(version: str) -> None:
+    """Server reflection under grpc.reflection.v1 (current grpcurl and IDEs;
+    grpcio-reflection ships only v1alpha) and v1alpha: it lists every service
+    and describes every method of GameService, itself included. The v1
+    client here is a generic stub over the v1 method path, as grpcurl is."""
+
+    async def go() -> None:
+        async with grpc_service(make_store("memory", None)) as (_, channel, _):
+            method = f"/grpc.reflection.{version}.ServerReflection/ServerReflectionInfo"
+            call = channel.stream_stream(
+                method,
+                request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+                response_deserializer=reflection_pb2.ServerReflectionResponse.FromString,
+            )
+
+            async def ask(**kind: Any) -> reflection_pb2.ServerReflectionResponse:
+                replies = [
+                    r async for r in call(iter([reflection_pb2.ServerReflectionRequest(**kind)]))
+                ]
+                (reply,) = replies
+                assert not reply.HasField("error_response"), reply.error_response
+                return reply
+
+            listed = await ask(list_services="")
+            names = {s.name for s in listed.list_services_response.service}
+            assert names == {
+                "railyard.v1.GameService",
+                "grpc.health.v1.Health",
+                "grpc.reflection.v1.ServerReflection",
+                "grpc.reflection.v1alpha.ServerReflection",
+            }
+            for name in sorted(names):
+                reply = await ask(file_containing_symbol=name)
+                files = [
+                    descriptor_pb2.FileDescriptorProto.FromString(raw)
+                    for raw in reply.file_descriptor_response.file_descriptor_proto
+                ]
+                services = {
+                    f"{f.package}.{service.name}": [m.name for m in service.method]
+                    for f in files
+                    for service in f.service
+                }
+                assert name in services, (name, list(services))
+                if name == "railyard.v1.GameService":
+                    assert set(services[name]) == {
+                        m.name for m in pb.DESCRIPTOR.services_by_name["GameService"].methods
+                    }
+                if name == "grpc.reflection.v1.ServerReflection":
+                    (v1,) = [f for f in files if f.package == "grpc.reflection.v1"]
+                    assert v1.name == "grpc/reflection/v1/reflection.proto"
+                    types = {f.type_name for m in v1.message_type for f in m.field if f.type_name}
+                    assert types
+                    assert all(t.startswith(".grpc.reflection.v1.") for t in types)
 
     run(go())
 

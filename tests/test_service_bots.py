@@ -263,7 +263,7 @@ def test_a_create_game_retry_is_answered_without_playing_its_bots_again() -> Non
             again = await app.create_game(request, Caller())
         finally:
             app.close()
-        assert again == first
+        assert again == pb.CreateGameResponse(game=first.game, replayed=True)
         assert first.game.status == pb.GAME_STATUS_FINISHED
         assert played == [1]
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import grpc
 import pytest
+from google.protobuf import json_format
 
 from service.api import game_service_pb2 as pb
 from service.app import Caller, GameApp
@@ -119,8 +120,8 @@ def test_create_game_retried_after_the_request_ttl_is_a_clear_4xx(
         async with instance(store, Settings(request_ttl=0.3, bot_processes=0)) as svc:
             request = pb.CreateGameRequest(players=people(2), request_id="table 9")
             first = await svc.stub.CreateGame(request)
-            again = await svc.stub.CreateGame(request)  # within the TTL: the first answer
-            assert again == first
+            again = await svc.stub.CreateGame(request)  # within the TTL: the first game
+            assert again == pb.CreateGameResponse(game=first.game, replayed=True)
             await asyncio.sleep(0.5)
             code, reason, meta = await expect_error(lambda: svc.stub.CreateGame(request))
             assert (code, reason, meta["field"], meta["gameId"]) == (
@@ -291,3 +292,130 @@ def test_help_is_plain_text() -> None:
     shown = subprocess.run([str(RAILYARD), "--help"], capture_output=True, text=True, check=True)
     assert "``" not in shown.stdout
     assert "railyard serve" in shown.stdout
+
+
+def _stored_bytes(redis_url: str) -> bytes:
+    """Every value the service keeps in Redis, read by type."""
+    from redis import Redis
+
+    client = Redis.from_url(redis_url)
+    found = bytearray()
+    try:
+        for key in client.scan_iter():
+            kind = client.type(key)
+            if kind == b"string":
+                found += client.get(key) or b""
+            elif kind == b"hash":
+                for field, value in client.hgetall(key).items():
+                    found += field + value
+            elif kind == b"stream":
+                for _, entry in client.xrange(key):
+                    for field, value in entry.items():
+                        found += field + value
+            elif kind == b"zset":
+                found += b"".join(client.zrange(key, 0, -1))
+            else:
+                raise AssertionError(f"a {kind!r} key the test does not read: {key!r}")
+    finally:
+        client.close()
+    return bytes(found)
+
+
+@pytest.mark.parametrize("kind", ["memory", "redis"])
+def test_a_replayed_create_game_never_hands_out_seat_tokens(redis_url: str, kind: str) -> None:
+    """The remembered CreateGame answer held every seat token in plain text
+    under a requestId anyone may send: a second caller sending the first
+    caller's body and id got the first caller's seats. A repeat now gets the
+    same game, marked replayed, with no token, on both transports; and the
+    tokens are nowhere in the store (only their hashes)."""
+
+    async def go() -> None:
+        store = MemoryStore() if kind == "memory" else RedisStore(redis_url)
+        async with instance(store, Settings(bot_processes=0)) as svc:
+            request = pb.CreateGameRequest(
+                players=[
+                    pb.Player(display_name="Ann"),
+                    pb.Player(bot=pb.BOT_LEVEL_GREEDY),
+                    pb.Player(display_name="Bea"),
+                ],
+                request_id="table 7",
+            )
+            first = await svc.stub.CreateGame(request)
+            tokens = [s.token for s in first.seats]
+            assert [s.seat for s in first.seats] == [0, 2]
+            assert all(tokens)
+            assert not first.replayed
+            body = {
+                "players": [
+                    {"displayName": "Ann"},
+                    {"bot": "BOT_LEVEL_GREEDY"},
+                    {"displayName": "Bea"},
+                ],
+                "requestId": "table 7",
+            }
+            over_grpc = await svc.stub.CreateGame(request)
+            over_http = await svc.http.post("/v1/games", json=body)
+            assert over_http.status_code == 200, over_http.text
+            assert over_grpc == pb.CreateGameResponse(game=first.game, replayed=True)
+            assert over_http.json() == {
+                "game": json_format.MessageToDict(first.game),
+                "replayed": True,
+            }
+            for token in tokens:
+                assert token not in over_http.text
+                assert token.encode() not in over_grpc.SerializeToString()
+            if kind == "redis":
+                at_rest = _stored_bytes(redis_url)
+                assert first.game.game_id.encode() in at_rest  # the reader reads the store
+                for token in tokens:
+                    assert token.encode() not in at_rest
+            # The first caller's tokens still play.
+            for seat, token in zip((0, 2), tokens, strict=True):
+                view = await svc.stub.GetGame(
+                    pb.GetGameRequest(game_id=first.game.game_id), metadata=bearer(token)
+                )
+                assert view.viewer_seat == seat
+
+    run(go())
+
+
+def test_a_game_dealt_from_the_callers_seed_says_so_and_an_operator_may_refuse_one(
+    redis_url: str,
+) -> None:
+    """API.md: a caller's seed lets its creator compute every hand, so the
+    game's view says seedFromCaller (both transports, every viewer, after
+    reload); --caller-seeds deny refuses one (INVALID_ARGUMENT, field seed)
+    and still deals from the service's own seed."""
+
+    async def go() -> None:
+        async with instance(RedisStore(redis_url), Settings(bot_processes=0)) as svc:
+            chosen = await svc.stub.CreateGame(pb.CreateGameRequest(players=people(2), seed="mine"))
+            drawn = await svc.stub.CreateGame(pb.CreateGameRequest(players=people(2)))
+            assert chosen.game.seed_from_caller
+            assert not drawn.game.seed_from_caller
+            for game, expected in ((chosen, True), (drawn, False)):
+                game_id = game.game.game_id
+                for metadata in ((), bearer(game.seats[0].token)):
+                    view = await svc.stub.GetGame(
+                        pb.GetGameRequest(game_id=game_id), metadata=metadata
+                    )
+                    assert view.seed_from_caller is expected
+                response = await svc.http.get(f"/v1/games/{game_id}")
+                assert response.json().get("seedFromCaller", False) is expected
+        denying = Settings(bot_processes=0, caller_seeds="deny")
+        async with instance(RedisStore(redis_url), denying) as svc:
+            code, reason, meta = await expect_error(
+                lambda: svc.stub.CreateGame(pb.CreateGameRequest(players=people(2), seed="mine"))
+            )
+            assert (code, reason, meta["field"]) == (
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "INVALID_ARGUMENT",
+                "seed",
+            )
+            response = await svc.http.post("/v1/games", json={"players": [{}, {}], "seed": "mine"})
+            assert response.status_code == 400
+            assert "--caller-seeds deny" in response.json()["message"]
+            dealt = await svc.stub.CreateGame(pb.CreateGameRequest(players=people(2)))
+            assert not dealt.game.seed_from_caller
+
+    run(go())

@@ -699,21 +699,32 @@ class CreateGameResponse(_message.Message):
 
     GAME_FIELD_NUMBER: _builtins.int
     SEATS_FIELD_NUMBER: _builtins.int
+    REPLAYED_FIELD_NUMBER: _builtins.int
+    replayed: _builtins.bool
+    """True when this answers a repeated request_id: the game is the one the
+    first request created, and its seat tokens were shown to that request
+    only (any caller may repeat a request id, so a replay carries no token).
+    """
     @_builtins.property
     def game(self) -> Global___GameView:
         """The public view (version 0, plus one per bot move already played)."""
 
     @_builtins.property
-    def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatToken]: ...
+    def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatToken]:
+        """A token for each person's seat; bot seats get none. Only in the answer
+        that created the game: a repeated request_id is answered without them.
+        """
+
     def __init__(
         self,
         *,
         game: Global___GameView | None = ...,
         seats: _abc.Iterable[Global___SeatToken] | None = ...,
+        replayed: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["game", b"game"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "seats", b"seats"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "replayed", b"replayed", "seats", b"seats"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1204,6 +1215,7 @@ class GameView(_message.Message):
     SEED_SHA256_FIELD_NUMBER: _builtins.int
     SEED_FIELD_NUMBER: _builtins.int
     WINNERS_FIELD_NUMBER: _builtins.int
+    SEED_FROM_CALLER_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     version: _builtins.int
     """+1 for every accepted move, bot moves included."""
@@ -1219,6 +1231,10 @@ class GameView(_message.Message):
     """Lowercase hex SHA-256 of the UTF-8 seed."""
     seed: _builtins.str
     """Only once finished."""
+    seed_from_caller: _builtins.bool
+    """True when CreateGame's caller chose the seed: that caller can compute
+    every hand and the boneyard order from it (MT-FAIR-1, API.md).
+    """
     @_builtins.property
     def ruleset(self) -> Global___Ruleset:
         """Every option resolved."""
@@ -1266,10 +1282,11 @@ class GameView(_message.Message):
         seed_sha256: _builtins.str = ...,
         seed: _builtins.str = ...,
         winners: _abc.Iterable[_builtins.int] | None = ...,
+        seed_from_caller: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_current_seat", b"_current_seat", "_viewer_seat", b"_viewer_seat", "current_seat", b"current_seat", "engine", b"engine", "ruleset", b"ruleset", "turn", b"turn", "viewer_seat", b"viewer_seat"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_current_seat", b"_current_seat", "_viewer_seat", b"_viewer_seat", "boneyard_count", b"boneyard_count", "current_seat", b"current_seat", "engine", b"engine", "game_id", b"game_id", "hand", b"hand", "open_doubles", b"open_doubles", "players", b"players", "round", b"round", "rounds_total", b"rounds_total", "ruleset", b"ruleset", "seed", b"seed", "seed_sha256", b"seed_sha256", "status", b"status", "trains", b"trains", "turn", b"turn", "version", b"version", "viewer_seat", b"viewer_seat", "winners", b"winners"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_current_seat", b"_current_seat", "_viewer_seat", b"_viewer_seat", "boneyard_count", b"boneyard_count", "current_seat", b"current_seat", "engine", b"engine", "game_id", b"game_id", "hand", b"hand", "open_doubles", b"open_doubles", "players", b"players", "round", b"round", "rounds_total", b"rounds_total", "ruleset", b"ruleset", "seed", b"seed", "seed_from_caller", b"seed_from_caller", "seed_sha256", b"seed_sha256", "status", b"status", "trains", b"trains", "turn", b"turn", "version", b"version", "viewer_seat", b"viewer_seat", "winners", b"winners"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__current_seat: _TypeAlias = _typing.Literal["current_seat"]  # noqa: Y015
     _WhichOneofArgType__current_seat: _TypeAlias = _typing.Literal["_current_seat", b"_current_seat"]  # noqa: Y015

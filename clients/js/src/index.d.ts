@@ -120,8 +120,12 @@ export interface SeatToken {
 
 export interface CreateGameResponse {
   game: GameView;
-  /** One entry per person's seat (bot seats get no token); omitted when there is none. */
+  /** One entry per person's seat (bot seats get no token); omitted when there is
+   * none, and in a replay. */
   seats?: SeatToken[];
+  /** True when this answers a repeated requestId: the game the first request
+   * created, whose tokens only that first answer carried. */
+  replayed?: boolean;
 }
 
 export interface PlayerView {
@@ -190,6 +194,8 @@ export interface GameView {
   seed?: string;
   /** Seats, once finished. */
   winners?: number[];
+  /** True when CreateGame's caller chose the seed (and so can compute every hand). */
+  seedFromCaller?: boolean;
 }
 
 export interface ListLegalMovesResponse {
