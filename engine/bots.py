@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from engine.moves import Move, MoveKind, TrainKind, TrainRef
-from engine.rules import DoubleFollowup
+from engine.rules import DoubleFollowup, Ruleset
 from engine.tiles import Tile
 from engine.view import GameView
 
@@ -144,8 +144,10 @@ def greedy_scores(view: GameView, options: Sequence[Move]) -> list[int]:
     seat = view.viewer_seat
     if seat is None or view.hand is None:
         raise ValueError("a bot needs a seat's view")
-    assert view.ruleset.set_max is not None
-    hand = hand_masks(view.hand, view.ruleset.set_max)
+    rules = view.ruleset
+    assert isinstance(rules, Ruleset)  # Mexican Train's heuristics
+    assert rules.set_max is not None
+    hand = hand_masks(view.hand, rules.set_max)
     own = view.trains[seat]
     own_ends = list(own.open_ends)
     shared_ends = [
@@ -163,7 +165,7 @@ def greedy_scores(view: GameView, options: Sequence[Move]) -> list[int]:
         own_ends,
         view.players[seat].marker,
         shared_ends,
-        view.ruleset.double_followup is DoubleFollowup.ANY_TRAIN,
+        rules.double_followup is DoubleFollowup.ANY_TRAIN,
     )
 
 

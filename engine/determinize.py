@@ -42,7 +42,7 @@ from typing import Any, Final
 
 from engine.mexican_train import STATE_FORMAT, MexicanTrain
 from engine.moves import END_TURN, Move, MoveKind, TrainKind, TrainRef
-from engine.rules import FirstTurn
+from engine.rules import FirstTurn, Ruleset
 from engine.tiles import canonical_ids
 from engine.view import GameView
 
@@ -81,9 +81,12 @@ class Determinizer:
         players = len(view.players)
         self.players: Final = players
         rules = view.ruleset
+        if not isinstance(rules, Ruleset):
+            raise NoDeterminizationError("not a Mexican Train view")
         assert rules.set_max is not None
         mine = {t.id for t in view.hand}
         seen = set(mine)
+        assert view.engine is not None  # a Mexican Train view
         seen.add(view.engine.id)
         trains: list[list[list[Any]]] = []
         for train in view.trains:
@@ -209,6 +212,7 @@ def _turn_readings(
     # (MT-FT-1); a chain that cannot go on offers END_TURN, never a draw.
     played = 1 if owes or END_TURN in legal else 0
     rules = view.ruleset
+    assert isinstance(rules, Ruleset)  # Determinizer checked it
     chain_turn = rules.first_turn is FirstTurn.CHAIN and view.turn.first_turn
     one_double = rules.max_doubles_per_turn == 1
     # Doubles played this turn are the newest open ones; while a tile is owed the

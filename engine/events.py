@@ -14,8 +14,17 @@ from engine.tiles import Tile
 
 
 class RoundEndReason(StrEnum):
-    DOMINO = "domino"  # MT-END-1
-    BLOCKED = "blocked"  # MT-END-3
+    DOMINO = "domino"  # MT-END-1, CL-END-1
+    BLOCKED = "blocked"  # MT-END-3, CL-END-1
+
+
+class PointsReason(StrEnum):
+    """Why points were scored during play (the classic games)."""
+
+    FIVES = "fives"  # CL-A5-1: the ends add up to a multiple of 5
+    DOUBLE_HEADER = "double_header"  # CL-BERGEN-1
+    TRIPLE_HEADER = "triple_header"  # CL-BERGEN-1
+    HAND_WON = "hand_won"  # CL-BERGEN-1: the hand's winner scores 2
 
 
 class TilePlayed(NamedTuple):
@@ -68,9 +77,24 @@ class RoundStarted(NamedTuple):
 
 
 class RoundEnded(NamedTuple):
+    """A round (a hand, in the classic games) ended; ``scores`` per seat.
+    ``winner`` is the seat that won a classic game's hand (``None`` on a tie,
+    and in Mexican Train, where every seat scores its own hand)."""
+
     round: int
     reason: RoundEndReason
     scores: tuple[int, ...]
+    winner: int | None = None
+
+
+class PointsScored(NamedTuple):
+    """Points scored during play (CL-A5-1, CL-BERGEN-1), credited to ``seat``
+    (and, when teams play, to its ``team``)."""
+
+    seat: int
+    points: int
+    reason: PointsReason
+    team: int | None = None
 
 
 class GameEnded(NamedTuple):
@@ -90,6 +114,7 @@ Event = (
     | RoundStarted
     | RoundEnded
     | GameEnded
+    | PointsScored
 )
 
 

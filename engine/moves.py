@@ -5,6 +5,8 @@
 (Tile(a=5, b=12), TrainRef(kind=<TrainKind.SEAT: 'seat'>, number=0, end=0), '5-12@p0')
 >>> str(Move.parse("3-4@p1.2")), str(Move.parse("draw")), str(Move.parse("5-12@m0!"))
 ('3-4@p1.2', 'draw', '5-12@m0!')
+>>> Move.parse("6-1@l0:6").exposed, str(Move.parse("3-5@l1"))
+(6, '3-5@l1')
 """
 
 from __future__ import annotations
@@ -63,17 +65,22 @@ class Move(NamedTuple):
     """One move: play a tile on a train, draw, pass, or end a chain first turn.
 
     ``announce`` is the knock flag of MT-KNOCK-1 (written ``!`` after a play);
-    it is ignored on any play that does not leave one tile.
+    it is ignored on any play that does not leave one tile. ``exposed`` is the
+    number a two-way Matador matador leaves open (CL-MAT-1, written ``:n``
+    after the end: ``1-6@l0:6``); ``None`` wherever a placement allows one way.
     """
 
     kind: MoveKind
     tile: Tile | None = None
     train: TrainRef | None = None
     announce: bool = False
+    exposed: int | None = None
 
     @classmethod
-    def play(cls, tile: Tile, train: TrainRef, announce: bool = False) -> Move:
-        return cls(MoveKind.PLAY, tile, train, announce)
+    def play(
+        cls, tile: Tile, train: TrainRef, announce: bool = False, exposed: int | None = None
+    ) -> Move:
+        return cls(MoveKind.PLAY, tile, train, announce, exposed)
 
     @classmethod
     def parse(cls, text: str) -> Move:
@@ -94,6 +101,8 @@ class Move(NamedTuple):
 
     def __str__(self) -> str:
         if self.kind is MoveKind.PLAY:
+            if self.exposed is not None:
+                return f"{self.tile}@{self.train}:{self.exposed}{'!' if self.announce else ''}"
             return f"{self.tile}@{self.train}{'!' if self.announce else ''}"
         return self.kind.value
 
@@ -103,7 +112,9 @@ PASS: Final = Move(MoveKind.PASS)
 END_TURN: Final = Move(MoveKind.END_TURN)
 
 _SIMPLE: Final = {"draw": DRAW, "pass": PASS, "end": END_TURN}
-_PLAY_RE: Final = re.compile(r"(\d{1,2}-\d{1,2})@(?:([pm])(\d{1,2})(?:\.(\d{1,3}))?|l(\d))(!?)")
+_PLAY_RE: Final = re.compile(
+    r"(\d{1,2}-\d{1,2})@(?:([pm])(\d{1,2})(?:\.(\d{1,3}))?|l(\d))(?::(\d{1,2}))?(!?)"
+)
 _PARSED: dict[str, Move] = {}
 
 
@@ -125,7 +136,8 @@ def _parse(text: str) -> Move:
     else:
         kind = TrainKind.SEAT if m.group(2) == "p" else TrainKind.MEXICAN
         train = TrainRef(kind, int(m.group(3)), int(m.group(4) or 0))
-    return Move(MoveKind.PLAY, tile, train, m.group(6) == "!")
+    exposed = None if m.group(6) is None else int(m.group(6))
+    return Move(MoveKind.PLAY, tile, train, m.group(7) == "!", exposed)
 
 
 def parse_move(text: str) -> Move:

@@ -8,11 +8,14 @@ carries. Nothing about another hand or the boneyard's order is in a view.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from engine.mexican_train import GameStatus, MexicanTrain
 from engine.moves import TrainRef
-from engine.rules import Ruleset
 from engine.tiles import TILES, Tile
+
+if TYPE_CHECKING:
+    from engine.game import Rules
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,14 +63,34 @@ class TurnView:
 
 
 @dataclass(frozen=True, slots=True)
+class LineView:
+    """The single line of play of a classic game (CL-LINE-1): ``tiles`` from
+    the left end to the right, each ``{a: left half, b: right half}``, and
+    ``open_ends`` ``(left, right)`` (empty before the opening)."""
+
+    tiles: tuple[Tile, ...]
+    open_ends: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TeamView:
+    """A team of CL-TEAM-1: its seats and its score (the sum of theirs)."""
+
+    seats: tuple[int, ...]
+    score: int
+
+
+@dataclass(frozen=True, slots=True)
 class GameView:
     version: int
     status: GameStatus
     over: bool
-    ruleset: Ruleset
+    #: The game's resolved options (its own rules type).
+    ruleset: Rules
     round: int
     rounds_total: int
-    engine: Tile
+    #: The round's engine (Mexican Train); None in the line games.
+    engine: Tile | None
     current_seat: int | None
     boneyard_count: int
     players: tuple[PlayerView, ...]
@@ -79,6 +102,11 @@ class GameView:
     seed_sha256: str
     seed: str | None
     winners: tuple[int, ...]
+    #: The classic games (API.md): the line (``trains`` is then empty), the
+    #: teams, and the score that ends the game (0: a fixed number of rounds).
+    line: LineView | None = None
+    teams: tuple[TeamView, ...] = ()
+    target_score: int = 0
 
 
 def build_view(game: MexicanTrain, seat: int | None = None) -> GameView:

@@ -288,8 +288,9 @@ def view_to_proto(
     message.winners.extend(view.winners)
     message.seed_from_caller = seed_from_caller
     message.ruleset.CopyFrom(_ruleset_message(view.ruleset))
-    message.engine.a = view.engine.a
-    message.engine.b = view.engine.b
+    if view.engine is not None:
+        message.engine.a = view.engine.a
+        message.engine.b = view.engine.b
     if view.current_seat is not None:
         message.current_seat = view.current_seat
     if view.viewer_seat is not None:
@@ -392,7 +393,8 @@ def view_to_json(
         out["round"] = view.round
     if view.rounds_total:
         out["roundsTotal"] = view.rounds_total
-    out["engine"] = _JSON_TILES[view.engine.a][view.engine.b]
+    if view.engine is not None:
+        out["engine"] = _JSON_TILES[view.engine.a][view.engine.b]
     if view.current_seat is not None:
         out["currentSeat"] = view.current_seat
     if view.boneyard_count:

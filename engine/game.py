@@ -1,0 +1,135 @@
+"""The protocol every game implements, and the facts it declares.
+
+In the spirit of OpenSpiel's ``Game``/``State`` and python-chess's variants:
+a :class:`GameSpec` is what a game declares up front (its name, how many
+players, the options it accepts and its presets, how to make or load a
+state); a :class:`GameState` is one game in progress. ``engine.registry``
+finds specs by name, and everything outside a game's own package (the
+service, the bots, the arena, replay) reaches a game only through these two.
+
+A state is mutable: :meth:`GameState.apply` plays a legal move for the seat
+to move and returns its events (API.md's kinds, unfiltered: see
+``engine.events.for_seat``), :meth:`GameState.push` does the same without
+building events (for search). Every state serializes to plain JSON values
+(:meth:`GameState.to_dict`, which names its game under ``"game"``) that its
+spec's ``load`` rebuilds exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from engine.events import Event
+from engine.moves import Move
+from engine.tiles import Tile
+from engine.view import GameView
+
+
+class Rules(Protocol):
+    """A game's options (frozen). Each game has its own type, which refuses
+    an option its game does not have, naming the option and the game."""
+
+    @property
+    def preset(self) -> str: ...
+
+    @property
+    def game(self) -> str: ...
+
+    @property
+    def set_max(self) -> int | None:
+        """The set's highest double (``None`` until resolved, where the
+        player count decides)."""
+        ...
+
+    def __hash__(self) -> int: ...
+
+    def resolve(self, players: int) -> Rules:
+        """Every option filled for ``players``; refuses a deal that does not fit."""
+        ...
+
+    def with_options(self, **options: Any) -> Rules: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+class GameState(Protocol):
+    """One game in progress (or over)."""
+
+    @property
+    def name(self) -> str:
+        """The game's registry name (``mexican_train``, ``block`` ...)."""
+        ...
+
+    @property
+    def rules(self) -> Rules: ...
+
+    @property
+    def players(self) -> int: ...
+
+    @property
+    def seed(self) -> str: ...
+
+    @property
+    def seed_sha256(self) -> str: ...
+
+    #: +1 for every applied move.
+    version: int
+    #: The seat to move (meaningless once over).
+    current_seat: int
+    over: bool
+    #: Seats that won, once over.
+    winners: tuple[int, ...]
+    #: What dealing the game caused, before any move (version 0).
+    opening_events: list[Event]
+
+    def legal_moves(self) -> list[Move]: ...
+
+    def apply(self, move: Move, seat: int | None = None) -> list[Event]:
+        """Play ``move`` for the seat to move (``seat``, when given, must be it)
+        and return what it caused; raises ``engine.MoveError`` and changes
+        nothing when the move is not legal now."""
+        ...
+
+    def push(self, move: Move, seat: int | None = None) -> None:
+        """:meth:`apply` without building events."""
+        ...
+
+    def is_over(self) -> bool: ...
+
+    def hand(self, seat: int) -> list[Tile]: ...
+
+    def totals(self) -> list[int]:
+        """Each seat's score so far."""
+        ...
+
+    def view(self, seat: int | None) -> GameView:
+        """What ``seat`` (``None``: a spectator) may see."""
+        ...
+
+    def history(self) -> list[Move]: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+    def to_bytes(self) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class GameSpec:
+    """What a game declares: its name, its players, its rules type and
+    presets, and how to make, load and search it."""
+
+    name: str
+    min_players: int
+    max_players: int
+    #: The preset ``game`` alone plays.
+    default_preset: str
+    #: This game's presets by name (API.md ListRulesets).
+    presets: Mapping[str, Rules]
+    #: The options this game accepts, by their snake_case names.
+    options: frozenset[str]
+    new: Callable[[Any, int, str], GameState]
+    load: Callable[[dict[str, Any]], GameState]
+    #: The greedy bot's choice (CL-BOT-1): from a seat's view and its legal moves.
+    greedy: Callable[[GameView, Sequence[Move]], Move] | None = None
