@@ -71,8 +71,11 @@ class TurnStarted(NamedTuple):
 
 
 class RoundStarted(NamedTuple):
+    """A round (a hand) was dealt; ``engine`` is Mexican Train's, ``None`` in
+    the line games; ``starter`` the seat that moves first."""
+
     round: int
-    engine: Tile
+    engine: Tile | None
     starter: int
 
 

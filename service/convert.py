@@ -528,7 +528,8 @@ def event_to_proto(event: engine.Event, version: int) -> pb.GameEvent:
     elif isinstance(event, engine.RoundStarted):
         started = message.round_started
         started.round = event.round
-        started.engine.a, started.engine.b = event.engine
+        if event.engine is not None:
+            started.engine.a, started.engine.b = event.engine
         started.starter = event.starter
     elif isinstance(event, engine.RoundEnded):
         ended = message.round_ended
