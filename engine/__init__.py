@@ -1,4 +1,4 @@
-"""Railyard's rules engine: Mexican Train, every RULES.md option, no I/O.
+"""Railyard's rules engine: every game of RULES.md, every option, no I/O.
 
 >>> import engine
 >>> game = engine.new_game("standard", players=4, seed="demo")
@@ -43,7 +43,19 @@ from engine.events import (
     TurnStarted,
     for_seat,
 )
-from engine.mexican_train import GameStatus, MexicanTrain, replay
+from engine.game import GameSpec, GameState, GameStatus, Rules
+from engine.games.mexican_train.game import MexicanTrain
+from engine.games.mexican_train.rules import (
+    MAX_PLAYERS,
+    DoubleAnswer,
+    DoubleFollowup,
+    EnginePlacement,
+    FirstPlayer,
+    FirstTurn,
+    HandSizeTable,
+    KnockRule,
+    Ruleset,
+)
 from engine.moves import (
     DRAW,
     END_TURN,
@@ -55,19 +67,16 @@ from engine.moves import (
     format_move,
     parse_move,
 )
-from engine.registry import GAMES, GameType, game_type, load, load_dict, new_game
-from engine.rules import (
-    MAX_PLAYERS,
+from engine.registry import (
+    GAMES,
     PRESETS,
-    DoubleAnswer,
-    DoubleFollowup,
-    EnginePlacement,
-    FirstPlayer,
-    FirstTurn,
-    HandSizeTable,
-    KnockRule,
-    Ruleset,
+    game_spec,
+    load,
+    load_dict,
+    new_game,
     preset,
+    replay,
+    ruleset,
 )
 from engine.tiles import Tile
 from engine.view import GameView, build_view
@@ -92,8 +101,9 @@ __all__ = [
     "FirstTurn",
     "GameEnded",
     "GameOverError",
+    "GameSpec",
+    "GameState",
     "GameStatus",
-    "GameType",
     "GameView",
     "HandSizeTable",
     "IllegalMoveError",
@@ -111,6 +121,7 @@ __all__ = [
     "RoundEndReason",
     "RoundEnded",
     "RoundStarted",
+    "Rules",
     "Ruleset",
     "RulesetError",
     "Tile",
@@ -124,11 +135,12 @@ __all__ = [
     "choose",
     "for_seat",
     "format_move",
-    "game_type",
+    "game_spec",
     "load",
     "load_dict",
     "new_game",
     "parse_move",
     "preset",
     "replay",
+    "ruleset",
 ]

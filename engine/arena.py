@@ -29,7 +29,7 @@ Seats rotate: in game ``g`` seat ``s`` is played by ``bots[(s + g) % n]``, so
 over ``n`` consecutive games every bot sits in every seat once.
 
 >>> import time
->>> from engine.rules import preset
+>>> from engine.games.mexican_train.rules import preset
 >>> config = ArenaConfig(("greedy", "random"), preset("standard").with_options(rounds=1), 4)
 >>> records = run(config, clock=time.perf_counter)
 >>> [r.levels for r in records]
@@ -49,8 +49,8 @@ from statistics import fmean, stdev
 from typing import Final
 
 from engine.bots import LEVELS, bot_key, choose
-from engine.mexican_train import MexicanTrain
-from engine.rules import Ruleset
+from engine.games.mexican_train.game import MexicanTrain
+from engine.games.mexican_train.rules import Ruleset
 from engine.view import build_view
 
 #: z for a two-sided 95% interval.

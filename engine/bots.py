@@ -25,8 +25,8 @@ import random
 from collections.abc import Sequence
 from typing import Final
 
+from engine.games.mexican_train.rules import DoubleFollowup, Ruleset
 from engine.moves import Move, MoveKind, TrainKind, TrainRef
-from engine.rules import DoubleFollowup, Ruleset
 from engine.tiles import Tile
 from engine.view import GameView
 

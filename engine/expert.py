@@ -1,7 +1,7 @@
 """The expert bot: determinized Monte Carlo search from one seat's view.
 
 Each *world* is a deal of the tiles the seat has not seen, consistent with
-its view (:mod:`engine.determinize`). The candidates are the greedy bot's
+its view (:mod:`engine.games.mexican_train.determinize`). The candidates are the greedy bot's
 best few moves. In every world each candidate is played, then the round is
 played out to its end with every seat moving as the greedy bot would
 (:func:`engine.bots.play_scores`, with a random move now and then), and the
@@ -35,10 +35,10 @@ from statistics import fmean, stdev
 from typing import Final
 
 from engine.bots import greedy_move, greedy_scores, play_scores, preferred_moves
-from engine.determinize import Determinizer, NoDeterminizationError
-from engine.mexican_train import MexicanTrain
+from engine.games.mexican_train.determinize import Determinizer, NoDeterminizationError
+from engine.games.mexican_train.game import MexicanTrain
+from engine.games.mexican_train.rules import DoubleFollowup
 from engine.moves import Move, TrainKind
-from engine.rules import DoubleFollowup
 from engine.view import GameView
 
 #: Moves the playouts of one decision make in all, when no budget is given

@@ -19,12 +19,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.events import Event
 from engine.moves import Move
 from engine.tiles import Tile
-from engine.view import GameView
+
+if TYPE_CHECKING:
+    from engine.view import GameView
+
+
+class GameStatus(StrEnum):
+    IN_PROGRESS = "in_progress"
+    FINISHED = "finished"
 
 
 class Rules(Protocol):
@@ -100,6 +108,7 @@ class GameState(Protocol):
 
     def hand(self, seat: int) -> list[Tile]: ...
 
+    @property
     def totals(self) -> list[int]:
         """Each seat's score so far."""
         ...
@@ -108,7 +117,10 @@ class GameState(Protocol):
         """What ``seat`` (``None``: a spectator) may see."""
         ...
 
-    def history(self) -> list[Move]: ...
+    @property
+    def history(self) -> list[Move]:
+        """Every move applied, in order (``replay`` plays them again)."""
+        ...
 
     def to_dict(self) -> dict[str, Any]: ...
 

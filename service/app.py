@@ -306,13 +306,13 @@ class GameApp:
 
     async def _play_bots(
         self,
-        game: engine.MexicanTrain,
+        game: engine.GameState,
         bots: Sequence[int],
         out: list[StoredEvent],
         messages: list[pb.GameEvent] | None = None,
         *,
         creating: bool = False,
-    ) -> tuple[engine.MexicanTrain, int]:
+    ) -> tuple[engine.GameState, int]:
         """API.md Bots: play bot seats until a person is to move or the game
         ends, off the event loop but for a short slice (service.bots); the
         game after them and how many moves they made.
@@ -697,7 +697,7 @@ def _replayed(remembered: bytes) -> pb.CreateGameResponse:
     return response
 
 
-def _state_bytes(game: engine.MexicanTrain) -> bytes:
+def _state_bytes(game: engine.GameState) -> bytes:
     # The engine's own JSON, written by orjson: a tenth of the cost of json.
     return orjson.dumps(game.to_dict())
 

@@ -111,7 +111,7 @@ class BotTurns:
 
 
 def play_turns(
-    game: engine.MexicanTrain,
+    game: engine.GameState,
     bots: Sequence[int],
     budget: int | None,
     cpu_limit: float,
@@ -191,12 +191,12 @@ class BotPlayer:
 
     async def play(
         self,
-        game: engine.MexicanTrain,
+        game: engine.GameState,
         bots: Sequence[int],
         budget: int | None = None,
         *,
         creating: bool = False,
-    ) -> tuple[engine.MexicanTrain, BotTurns]:
+    ) -> tuple[engine.GameState, BotTurns]:
         """The game after its bot seats' turns (``game`` itself, or the state
         a worker sent back), and those turns; ``creating``: for a CreateGame
         (the second lane). Raises :class:`BotWorkExceededError` past the CPU

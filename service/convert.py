@@ -11,6 +11,8 @@ import functools
 from collections.abc import Sequence
 from typing import Any, Final
 
+from google.protobuf.descriptor import EnumDescriptor, FieldDescriptor
+
 import engine
 from engine import Move, MoveKind, Tile, TrainKind, TrainRef
 from engine.view import GameView
@@ -18,38 +20,27 @@ from service.api import game_service_pb2 as pb
 from service.errors import invalid
 from service.jsonwire import to_dict
 
-# Ruleset option -> proto enum prefix; values map as PREFIX + "_" + VALUE.upper().
-_ENUM_PREFIX: Final = {
-    "hand_size_table": "HAND_SIZE_TABLE",
-    "engine_placement": "ENGINE_PLACEMENT",
-    "first_player": "FIRST_PLAYER",
-    "first_turn": "FIRST_TURN",
-    "double_followup": "DOUBLE_FOLLOWUP",
-    "double_answer": "DOUBLE_ANSWER",
-    "knock_rule": "KNOCK_RULE",
-}
-_ENUM_TYPE: Final = {
-    "hand_size_table": pb.HandSizeTable,
-    "engine_placement": pb.EnginePlacement,
-    "first_player": pb.FirstPlayer,
-    "first_turn": pb.FirstTurn,
-    "double_followup": pb.DoubleFollowup,
-    "double_answer": pb.DoubleAnswer,
-    "knock_rule": pb.KnockRule,
-}
-_SCALARS: Final = (
-    "set_max",
-    "hand_size",
-    "rounds",
-    "first_engine",
-    "mexican_trains",
-    "open_doubles_block",
-    "max_doubles_per_turn",
-    "end_on_double",
-    "knock_penalty",
-    "double_blank_value",
-)
-_GAMES: Final = {pb.GAME_MEXICAN_TRAIN: "mexican_train"}
+#: The Ruleset message's fields by option name: a field is named as the
+#: option it holds (RULES.md's snake_case names), so each game's rules type
+#: maps to it field by field, with no table per game.
+_RULESET_FIELDS: Final[dict[str, FieldDescriptor]] = dict(pb.Ruleset.DESCRIPTOR.fields_by_name)
+
+
+def _enum_prefix(enum: EnumDescriptor) -> str:
+    """``HAND_SIZE_TABLE`` for HandSizeTable: its values are ``<PREFIX>_<VALUE>``
+    (Buf's ENUM_VALUE_PREFIX), the engine's the lowercase ``<value>``."""
+    return enum.values_by_number[0].name.removesuffix("_UNSPECIFIED")
+
+
+def _enum_option(name: str, enum: EnumDescriptor, number: int) -> str:
+    """The engine's value of an enum field, refusing an unknown or unspecified one."""
+    value = enum.values_by_number.get(number)
+    if value is None or number == 0:
+        known = [v.name for v in enum.values][1:]
+        raise invalid(f"{name} {number} is not one of {known}", field=f"ruleset.{name}")
+    return value.name[len(_enum_prefix(enum)) + 1 :].lower()
+
+
 _DRAW_REASON: Final = {
     "move": pb.DRAW_REASON_MOVE,
     "penalty": pb.DRAW_REASON_PENALTY,
@@ -68,46 +59,40 @@ _END_REASON: Final = {
 # ---------------------------------------------------------------- rulesets
 
 
-def ruleset_from_proto(message: pb.Ruleset) -> engine.Ruleset:
-    """The preset named (default ``standard``) with every field that is set."""
-    ruleset = engine.preset(message.preset if message.HasField("preset") else "standard")
+def ruleset_from_proto(message: pb.Ruleset) -> engine.Rules:
+    """The preset named (or ``game``'s own, or ``standard``) with every field
+    that is set; the game's rules type refuses an option it does not have."""
+    preset = message.preset if message.HasField("preset") else None
+    game = None
     options: dict[str, Any] = {}
-    if message.HasField("game"):
-        game = _GAMES.get(message.game)
-        if game is None:
-            name = pb.Game.Name(message.game) if message.game in pb.Game.values() else message.game
-            raise invalid(f"game {name} is not available; this service plays GAME_MEXICAN_TRAIN")
-        options["game"] = game
-    for name in _SCALARS:
-        if message.HasField(name):  # type: ignore[arg-type]
-            options[name] = getattr(message, name)
-    for name, prefix in _ENUM_PREFIX.items():
-        if message.HasField(name):  # type: ignore[arg-type]
-            number = getattr(message, name)
-            enum_type = _ENUM_TYPE[name]
-            label = enum_type.Name(number) if number in enum_type.values() else ""
-            if not label.startswith(prefix + "_") or label.endswith("_UNSPECIFIED"):
-                raise invalid(f"{name} {number} is not one of {list(enum_type.keys())[1:]}")
-            options[name] = label[len(prefix) + 1 :].lower()
-    return ruleset.with_options(**options) if options else ruleset
+    for field, value in message.ListFields():
+        if field.name == "preset":
+            continue
+        enum = field.enum_type
+        option = value if enum is None else _enum_option(field.name, enum, value)
+        if field.name == "game":
+            game = option
+        else:
+            options[field.name] = option
+    return engine.ruleset(preset, game, **options)
 
 
-def ruleset_to_proto(ruleset: engine.Ruleset) -> pb.Ruleset:
+def ruleset_to_proto(ruleset: engine.Rules) -> pb.Ruleset:
     """Every option of ``ruleset``; options still following the player count
     (``None``) are left out."""
-    message = pb.Ruleset(preset=ruleset.preset, game=pb.GAME_MEXICAN_TRAIN)
-    for name in _SCALARS:
-        value = getattr(ruleset, name)
-        if value is not None:
-            setattr(message, name, value)
-    for name, prefix in _ENUM_PREFIX.items():
-        value = getattr(ruleset, name)
-        setattr(message, name, _ENUM_TYPE[name].Value(f"{prefix}_{value.value.upper()}"))
+    message = pb.Ruleset()
+    for name, value in ruleset.to_dict().items():
+        if value is None:
+            continue
+        enum = _RULESET_FIELDS[name].enum_type
+        if enum is not None:
+            value = enum.values_by_name[f"{_enum_prefix(enum)}_{value.upper()}"].number
+        setattr(message, name, value)
     return message
 
 
 @functools.lru_cache(maxsize=256)
-def _ruleset_message(ruleset: engine.Ruleset) -> pb.Ruleset:
+def _ruleset_message(ruleset: engine.Rules) -> pb.Ruleset:
     # Every view carries its resolved ruleset; a game has one, so build it once.
     # (Callers copy it into their message; it is never mutated.)
     return ruleset_to_proto(ruleset)
@@ -365,7 +350,7 @@ def _json_ref(ref: TrainRef) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=256)
-def _json_ruleset(ruleset: engine.Ruleset) -> dict[str, Any]:
+def _json_ruleset(ruleset: engine.Rules) -> dict[str, Any]:
     return to_dict(_ruleset_message(ruleset))
 
 

@@ -1,4 +1,4 @@
-"""Bots (engine/bots.py, engine/expert.py, engine/determinize.py) and the arena
+"""Bots (engine/bots.py, engine/expert.py, engine/games/mexican_train/determinize.py) and the arena
 (engine/arena.py, ``railyard arena``).
 
 What is checked:
@@ -47,7 +47,7 @@ from engine.arena import (
     wilson,
 )
 from engine.bots import LEVELS, bot_key, choose, greedy_move, random_move
-from engine.determinize import Determinizer, NoDeterminizationError
+from engine.games.mexican_train.determinize import Determinizer, NoDeterminizationError
 from service.cli import main
 from tests.scenario import position
 from tests.test_properties import Setup, _hide_and_reshuffle, _move_cap, setups

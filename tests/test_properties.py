@@ -54,7 +54,7 @@ from engine import (
     TrainKind,
     TurnStarted,
 )
-from engine.mexican_train import _hand_ids
+from engine.games.mexican_train.game import _hand_ids
 
 Pair = tuple[int, int]
 

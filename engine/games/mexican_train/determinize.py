@@ -40,9 +40,9 @@ import random
 from collections.abc import Sequence
 from typing import Any, Final
 
-from engine.mexican_train import STATE_FORMAT, MexicanTrain
+from engine.games.mexican_train.game import STATE_FORMAT, MexicanTrain
+from engine.games.mexican_train.rules import FirstTurn, Ruleset
 from engine.moves import END_TURN, Move, MoveKind, TrainKind, TrainRef
-from engine.rules import FirstTurn, Ruleset
 from engine.tiles import canonical_ids
 from engine.view import GameView
 

@@ -19,8 +19,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
-from enum import StrEnum
+from collections.abc import Iterable
 from typing import Any, Final, cast
 
 from engine.errors import (
@@ -46,8 +45,8 @@ from engine.events import (
     TilePlayed,
     TurnStarted,
 )
-from engine.moves import DRAW, END_TURN, PASS, Move, MoveKind, TrainKind, TrainRef
-from engine.rules import (
+from engine.game import GameStatus
+from engine.games.mexican_train.rules import (
     DoubleAnswer,
     DoubleFollowup,
     EnginePlacement,
@@ -56,16 +55,14 @@ from engine.rules import (
     KnockRule,
     Ruleset,
 )
+from engine.games.mexican_train.view import mexican_train_view
+from engine.moves import DRAW, END_TURN, PASS, Move, MoveKind, TrainKind, TrainRef
 from engine.shuffle import shuffle
 from engine.tiles import TILES, Tile, canonical_ids
+from engine.view import GameView
 
 #: Version of :meth:`MexicanTrain.to_bytes`'s format.
 STATE_FORMAT: Final = 1
-
-
-class GameStatus(StrEnum):
-    IN_PROGRESS = "in_progress"
-    FINISHED = "finished"
 
 
 # Enum members are looked up once: a class attribute access costs ~150 ns.
@@ -110,7 +107,7 @@ def _ref(players: int, slot: int, end: int) -> TrainRef:
 class MexicanTrain:
     """A game of Mexican Train from a ruleset, a player count and a seed.
 
-    >>> from engine.rules import preset
+    >>> from engine.games.mexican_train.rules import preset
     >>> g = MexicanTrain(preset("standard"), 4, "railyard")
     >>> g.round, g.engine, g.current_seat, g.hand_count(0)
     (1, Tile(a=12, b=12), 0, 15)
@@ -862,6 +859,10 @@ class MexicanTrain:
     def status(self) -> GameStatus:
         return GameStatus.FINISHED if self.over else GameStatus.IN_PROGRESS
 
+    def view(self, seat: int | None = None) -> GameView:
+        """What ``seat`` (``None``: a spectator) may see (MT-VIS-1/2/3)."""
+        return mexican_train_view(self, seat)
+
     def hand(self, seat: int) -> list[Tile]:
         """Seat ``seat``'s tiles in canonical order (private: MT-VIS-2)."""
         return list(map(TILES.__getitem__, self._hand_list(seat)))  # a C loop
@@ -1103,11 +1104,3 @@ def _text(move: object) -> str:
 
 def _illegal(reason: str, rule: str, message: str) -> IllegalMoveError:
     return IllegalMoveError(message, rule=rule, reason=reason)
-
-
-def replay(ruleset: Ruleset, players: int, seed: str, moves: Sequence[Move | str]) -> MexicanTrain:
-    """Rebuild a game from its ruleset, player count, seed and moves."""
-    game = MexicanTrain(ruleset, players, seed)
-    for move in moves:
-        game.push(Move.parse(move) if isinstance(move, str) else move)
-    return game
