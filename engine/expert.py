@@ -1,13 +1,15 @@
-"""The expert bot: determinized Monte Carlo search from one seat's view.
+"""The expert bot of every game: determinized Monte Carlo search from one
+seat's view, written once on top of the game protocol (CL-BOT-1).
 
 Each *world* is a deal of the tiles the seat has not seen, consistent with
-its view (:mod:`engine.games.mexican_train.determinize`). The candidates are the greedy bot's
-best few moves. In every world each candidate is played, then the round is
-played out to its end with every seat moving as the greedy bot would
-(:func:`engine.bots.play_scores`, with a random move now and then), and the
-outcome is scored by the seat's own objective: its share of the round's win
-(going out, MT-END-1, or the lowest hand of a blocked round, MT-END-3) less
-a little per pip left in its hand (MT-SC-1). Every candidate meets the same
+its view (the game's ``BotHooks.worlds``; Mexican Train's:
+:mod:`engine.games.mexican_train.determinize`). The candidates are the
+greedy bot's best few moves. In every world each candidate is played, then
+the round (a hand) is played out to its end with every seat moving as the
+greedy bot would (the game's ``playout_policy``, with a random move now and
+then), and the outcome is scored by the seat's own objective (the game's
+``reward``; Mexican Train: its share of the round's win, MT-END-1/3, less a
+little per pip left in its hand, MT-SC-1). Every candidate meets the same
 worlds with the same playout randomness (common random numbers), so two
 candidates are compared world by world, not through the luck of the deal.
 
@@ -30,15 +32,14 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from statistics import fmean, stdev
 from typing import Final
 
-from engine.bots import greedy_move, greedy_scores, play_scores, preferred_moves
-from engine.games.mexican_train.determinize import Determinizer, NoDeterminizationError
-from engine.games.mexican_train.game import MexicanTrain
-from engine.games.mexican_train.rules import DoubleFollowup
-from engine.moves import Move, TrainKind
+from engine.bots import greedy_move, hooks
+from engine.game import GameState
+from engine.moves import Move
+from engine.registry import game_spec
 from engine.view import GameView
 
 #: Moves the playouts of one decision make in all, when no budget is given
@@ -56,16 +57,9 @@ MAX_CANDIDATES: Final = 4
 MIN_WORLDS: Final = 2
 #: How sure the search must be to overrule the greedy choice, in standard errors.
 SWITCH_MARGIN: Final = 1.0
-#: Reward per pip left in the seat's hand at the round's end (a won round is
-#: 1, so a win is worth 10 pips on top of the pips it saves). Measured on the
-#: same 2,600 rounds against three greedy bots: 0.03 won as many rounds but
-#: held 1 pip more per round than 0.1 (the mean round score counts too).
-PIP_WEIGHT: Final = 0.1
 #: A playout longer than this is a bug: every move plays, draws or passes, and
 #: passes end in a blocked round (MT-END-3).
 MAX_PLAYOUT_MOVES: Final = 100_000
-
-_SEAT: Final = TrainKind.SEAT
 
 
 def expert_move(
@@ -75,30 +69,32 @@ def expert_move(
     ``budget`` playout moves allow (at least MIN_WORLDS). Falls back to the
     greedy bot if the view cannot be determinized (it always can for a view
     the engine built)."""
-    options = preferred_moves(legal)
+    game = hooks(view)
+    options = game.sensible(legal)
     if len(options) == 1:
         return options[0]
-    scores = greedy_scores(view, options)
+    scores = game.scores(view, options)
     ranked = [m for _, m in sorted(zip(scores, options, strict=True), key=lambda p: -p[0])]
     candidates = ranked[:MAX_CANDIDATES]
     try:
-        det = Determinizer(view, legal)
-    except NoDeterminizationError:
+        worlds = game.worlds(view, legal)
+    except ValueError:
         return greedy_move(view, legal, key)
-    seat = det.seat
+    load = game_spec(view.ruleset.game).load
+    seat = worlds.seat
     rng = random.Random(key)
     limit = DEFAULT_BUDGET if budget is None else budget
     results: list[list[float]] = [[] for _ in candidates]
     spent = 0
     while spent < limit or len(results[0]) < MIN_WORLDS:
-        data = det.sample(rng)
+        data = worlds.sample(rng)
         playout_seed = rng.getrandbits(64)
         for move, outcomes in zip(candidates, results, strict=True):
-            game = MexicanTrain.from_dict(data)
-            game.push(move)
-            playout(game, random.Random(playout_seed))
-            outcomes.append(reward(game, seat))
-            spent += game.version + PLAYOUT_SETUP  # a determinization starts at version 0
+            state = load(data)
+            state.push(move)
+            playout(state, random.Random(playout_seed), game.playout_policy(state))
+            outcomes.append(game.reward(state, seat))
+            spent += state.version + PLAYOUT_SETUP  # a world starts at version 0
     return candidates[_pick(results)]
 
 
@@ -119,12 +115,11 @@ def _pick(results: list[list[float]]) -> int:
     return 0
 
 
-def playout(game: MexicanTrain, rng: random.Random) -> None:
-    """Play ``game`` to its end, every seat moving as the greedy bot would
-    (:func:`playout_move`); one move in ``1/EXPLORE`` is uniformly random."""
+def playout(game: GameState, rng: random.Random, policy: Callable[[Sequence[Move]], Move]) -> None:
+    """Play ``game`` to its end, every seat moving by ``policy``; one move in
+    ``1/EXPLORE`` is uniformly random."""
     legal_moves = game.legal_moves
     push = game.push
-    any_train = game.rules.double_followup is DoubleFollowup.ANY_TRAIN
     for _ in range(MAX_PLAYOUT_MOVES):
         if game.over:
             return
@@ -134,59 +129,5 @@ def playout(game: MexicanTrain, rng: random.Random) -> None:
         elif rng.random() < EXPLORE:
             push(legal[rng.randrange(len(legal))])
         else:
-            push(playout_move(game, legal, any_train))
+            push(policy(legal))
     raise AssertionError(f"a playout did not end within {MAX_PLAYOUT_MOVES} moves")
-
-
-def playout_move(game: MexicanTrain, legal: Sequence[Move], any_train: bool) -> Move:
-    """The greedy bot's move (:func:`engine.bots.play_scores`) for the seat to
-    move, read from the state instead of a view; the first best on a tie,
-    announcing the last-but-one tile (MT-KNOCK-1)."""
-    seat = game.current_seat
-    players = game.players
-    trains = game.trains
-    markers = game.markers
-    shared_ends: list[int] = []
-    values: list[int] = []
-    doubles = False
-    for move in legal:
-        tile = move.tile
-        train = move.train
-        if tile is None or train is None:
-            values.append(-1)
-            continue
-        doubles = doubles or tile.a == tile.b
-        values.append(
-            trains[train.number if train.kind is _SEAT else players + train.number][train.end]
-        )
-    if doubles:
-        for slot, ends in enumerate(trains):
-            if slot >= players or (markers[slot] and slot != seat):
-                shared_ends.extend(v for v in ends if v >= 0)
-    scores = play_scores(
-        game.hands[seat],
-        seat,
-        legal,
-        values,
-        [v for v in trains[seat] if v >= 0],
-        markers[seat],
-        shared_ends,
-        any_train,
-    )
-    best = legal[0]
-    best_value = -1 << 30
-    for move, score in zip(legal, scores, strict=True):
-        value = score * 2 + move.announce
-        if value > best_value:
-            best, best_value = move, value
-    return best
-
-
-def reward(game: MexicanTrain, seat: int) -> float:
-    """The seat's outcome of a finished round: its share of the win (the lowest
-    round score, split between ties) less ``PIP_WEIGHT`` per pip left (MT-SC-1)."""
-    scores = [rs[-1] for rs in game.round_scores]
-    mine = scores[seat]
-    low = min(scores)
-    won = 1.0 / scores.count(low) if mine == low else 0.0
-    return won - PIP_WEIGHT * mine

@@ -17,6 +17,7 @@ spec's ``load`` rebuilds exactly.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -127,6 +128,41 @@ class GameState(Protocol):
     def to_bytes(self) -> bytes: ...
 
 
+class Worlds(Protocol):
+    """Full positions consistent with one seat's view (determinizations), for
+    search under hidden information: the tiles the seat has not seen dealt at
+    random to the other hands (at their public counts) and the boneyard."""
+
+    @property
+    def seat(self) -> int: ...
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        """One position, in the game's ``to_dict`` form, at version 0 (the
+        search counts the moves a playout makes by its version), whose game
+        ends with the view's round (a hand, in the classic games)."""
+        ...
+
+
+@dataclass(frozen=True)
+class BotHooks:
+    """What a game gives the bots of ``engine.bots`` and the search of
+    ``engine.expert``, which are written once for every game (CL-BOT-1)."""
+
+    #: The greedy bot's heuristic: one score per move (higher is better),
+    #: from the seat's view alone.
+    scores: Callable[[GameView, Sequence[Move]], list[int]]
+    #: The legal moves a sensible player considers (all, unless a game says).
+    sensible: Callable[[Sequence[Move]], list[Move]]
+    #: Sampled positions for the seat of a view; raises ValueError when the
+    #: view cannot be one (not a seat's view of its own turn).
+    worlds: Callable[[GameView, Sequence[Move]], Worlds]
+    #: The playouts' policy for a state: a function from its legal moves to a
+    #: move (the greedy heuristic, read from the state for speed).
+    playout_policy: Callable[[GameState], Callable[[Sequence[Move]], Move]]
+    #: The seat's outcome of a playout that ended (its round or hand over).
+    reward: Callable[[GameState, int], float]
+
+
 @dataclass(frozen=True)
 class GameSpec:
     """What a game declares: its name, its players, its rules type and
@@ -143,5 +179,5 @@ class GameSpec:
     options: frozenset[str]
     new: Callable[[Any, int, str], GameState]
     load: Callable[[dict[str, Any]], GameState]
-    #: The greedy bot's choice (CL-BOT-1): from a seat's view and its legal moves.
-    greedy: Callable[[GameView, Sequence[Move]], Move] | None = None
+    #: The bots' and the search's hooks (CL-BOT-1).
+    bots: BotHooks

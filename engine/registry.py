@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from engine.errors import CorruptStateError, RulesetError
 from engine.game import GameSpec, GameState, Rules
+from engine.games.mexican_train import bots as mexican_train_bots
 from engine.games.mexican_train import rules as mexican_train_rules
 from engine.games.mexican_train.game import MexicanTrain
 from engine.moves import Move
@@ -34,6 +35,7 @@ _MEXICAN_TRAIN: Final = GameSpec(
     ),
     new=MexicanTrain,
     load=MexicanTrain.from_dict,
+    bots=mexican_train_bots.HOOKS,
 )
 
 #: Every game, by name.

@@ -1,4 +1,5 @@
-"""Bots (engine/bots.py, engine/expert.py, engine/games/mexican_train/determinize.py) and the arena
+"""Bots (engine/bots.py, engine/expert.py, engine/games/mexican_train/bots.py and
+determinize.py) and the arena
 (engine/arena.py, ``railyard arena``).
 
 What is checked:
