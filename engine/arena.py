@@ -7,16 +7,21 @@ line per bot level. Nothing here reads a clock or prints: the caller passes
 the clock that times decisions and a progress callback (``railyard arena``
 in ``service/cli.py`` passes ``time.perf_counter`` and writes to stderr).
 
+Any game of the registry plays here; its spec says how a round (a hand)
+came out (``GameSpec.results``) and whether low scores win.
+
 The statistics, per bot level (seats with the same level pooled):
 
-* **won share**: the share of seat-rounds the level won. A round is won by
-  the lowest round score: the seat that went out (MT-END-1, score 0), or the
-  lowest hand of a blocked round (MT-END-3); a tie splits the win equally,
-  so the shares of all seats of a round add up to 1 and an even field
-  scores ``1/players``. The 95% interval is Wilson's score interval over the
+* **won share**: the share of seat-rounds the level won. Mexican Train: a
+  round is won by the lowest round score: the seat that went out (MT-END-1,
+  score 0), or the lowest hand of a blocked round (MT-END-3). The classic
+  games: by the hand's winner (a team's hand: each partner half). A tie
+  splits the win equally, so the shares of all seats of a round add up to 1
+  and an even field scores ``1/players``. The 95% interval is Wilson's score interval over the
   seat-rounds. For a level holding several seats this is conservative: its
   seats of one round are negatively correlated (only one of them can win).
-* **mean round score** (lower is better, MT-SC-1) with a normal 95%
+* **mean round score** (Mexican Train: lower is better, MT-SC-1; the
+  classic games: points made, higher is better) with a normal 95%
   interval. The unit of sampling is the round: the level's seats of one
   round are averaged into one sample first, since they share a deal and a
   round length and are not independent. Deals are independent across
@@ -49,9 +54,8 @@ from statistics import fmean, stdev
 from typing import Final
 
 from engine.bots import LEVELS, bot_key, choose
-from engine.games.mexican_train.game import MexicanTrain
-from engine.games.mexican_train.rules import Ruleset
-from engine.view import build_view
+from engine.game import Rules
+from engine.registry import game_spec, new_game
 
 #: z for a two-sided 95% interval.
 Z95: Final = 1.959963984540054
@@ -68,7 +72,7 @@ class ArenaConfig:
     expert's budget (``None``: its default)."""
 
     bots: tuple[str, ...]
-    ruleset: Ruleset
+    ruleset: Rules
     games: int
     seed: str = "arena"
     budget: int | None = None
@@ -84,12 +88,13 @@ class ArenaConfig:
 
 @dataclass(frozen=True)
 class GameRecord:
-    """One finished game: who sat where, every round's scores (per round, per
-    seat), and every decision's time in seconds (per seat)."""
+    """One finished game: who sat where, every round's scores and win shares
+    (per round, per seat), and every decision's time in seconds (per seat)."""
 
     index: int
     levels: tuple[str, ...]
     round_scores: tuple[tuple[int, ...], ...]
+    round_shares: tuple[tuple[float, ...], ...]
     decision_seconds: tuple[tuple[float, ...], ...]
 
 
@@ -123,18 +128,24 @@ def seating(bots: Sequence[str], game: int) -> tuple[str, ...]:
 def play_game(config: ArenaConfig, index: int, clock: Clock) -> GameRecord:
     """Play game ``index`` of ``config`` to its end, every seat a bot."""
     levels = seating(config.bots, index)
-    game = MexicanTrain(config.ruleset, len(levels), f"{config.seed}:{index}")
+    game = new_game(config.ruleset, len(levels), f"{config.seed}:{index}")
     times: list[list[float]] = [[] for _ in levels]
     while not game.over:
         seat = game.current_seat
-        view = build_view(game, seat)
+        view = game.view(seat)
         legal = game.legal_moves()
         start = clock()
         move = choose(levels[seat], view, legal, bot_key(view), budget=config.budget)
         times[seat].append(clock() - start)
         game.push(move, seat)
-    rounds = tuple(zip(*game.round_scores, strict=True))
-    return GameRecord(index, levels, rounds, tuple(tuple(t) for t in times))
+    hands = game_spec(config.ruleset.game).results(game)
+    return GameRecord(
+        index,
+        levels,
+        tuple(h.scores for h in hands),
+        tuple(h.shares for h in hands),
+        tuple(tuple(t) for t in times),
+    )
 
 
 def run(
@@ -202,17 +213,6 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[rank - 1]
 
 
-def round_wins(scores: Sequence[int]) -> list[float]:
-    """Each seat's share of a round's win: the lowest score wins, ties split.
-
-    >>> round_wins([0, 12, 30, 7]), round_wins([5, 5, 9])
-    ([1.0, 0.0, 0.0, 0.0], [0.5, 0.5, 0.0])
-    """
-    low = min(scores)
-    winners = sum(1 for s in scores if s == low)
-    return [1.0 / winners if s == low else 0.0 for s in scores]
-
-
 def summarize(records: Sequence[GameRecord]) -> list[LevelStats]:
     """One :class:`LevelStats` per bot level present, in :data:`LEVELS` order."""
     present = {level for r in records for level in r.levels}
@@ -230,8 +230,7 @@ def summarize(records: Sequence[GameRecord]) -> list[LevelStats]:
                 continue
             seats = max(seats, len(mine))
             totals = [0] * len(record.levels)
-            for scores in record.round_scores:
-                shares = round_wins(scores)
+            for scores, shares in zip(record.round_scores, record.round_shares, strict=True):
                 wins += sum(shares[s] for s in mine)
                 seat_rounds += len(mine)
                 round_means.append(fmean(scores[s] for s in mine))
@@ -270,15 +269,20 @@ def summarize(records: Sequence[GameRecord]) -> list[LevelStats]:
 def report(config: ArenaConfig, records: Sequence[GameRecord]) -> str:
     """The arena's table, as ``railyard arena`` prints it."""
     rules = config.ruleset.resolve(len(config.bots))
+    spec = game_spec(rules.game)
     rounds = sum(len(r.round_scores) for r in records)
     budget = "default" if config.budget is None else str(config.budget)
+    won = (
+        "won share: lowest round score wins, ties split"
+        if spec.low_score_wins
+        else "won share: the hand's winner (a team: each partner half), ties split"
+    )
     lines = [
-        f"{len(config.bots)} players ({', '.join(config.bots)}), preset {rules.preset}, "
-        f"double-{rules.set_max}, {rules.rounds} round(s) a game; {len(records)} games, "
-        f"{rounds} rounds; seed {config.seed!r}; expert budget {budget}",
-        "won share: lowest round score wins, ties split; 95% Wilson interval over seat-rounds",
+        f"{len(config.bots)} players ({', '.join(config.bots)}), {spec.describe(rules)}; "
+        f"{len(records)} games, {rounds} rounds; seed {config.seed!r}; expert budget {budget}",
+        f"{won}; 95% Wilson interval over seat-rounds",
         "round score, game total: mean and 95% normal interval over rounds / games "
-        "(lower is better)",
+        f"({'lower' if spec.low_score_wins else 'higher'} is better)",
         "",
         f"{'level':<7} {'seats':>5} {'won share [95% CI]':<24} "
         f"{'round score [95% CI]':<24} {'game total ± 95%':<18} "

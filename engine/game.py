@@ -164,6 +164,16 @@ class BotHooks:
 
 
 @dataclass(frozen=True)
+class HandResult:
+    """How one round (a hand) of a finished game came out, for the arena:
+    each seat's share of its win (the shares add up to 1; ties and teams
+    split it) and each seat's score in it."""
+
+    shares: tuple[float, ...]
+    scores: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class GameSpec:
     """What a game declares: its name, its players, its rules type and
     presets, and how to make, load and search it."""
@@ -181,3 +191,9 @@ class GameSpec:
     load: Callable[[dict[str, Any]], GameState]
     #: The bots' and the search's hooks (CL-BOT-1).
     bots: BotHooks
+    #: A finished game's rounds (hands), for the arena's statistics.
+    results: Callable[[GameState], list[HandResult]]
+    #: Whether a lower score is the better one (Mexican Train: pips held).
+    low_score_wins: bool
+    #: The arena's one-line description of a resolved ruleset.
+    describe: Callable[[Any], str]

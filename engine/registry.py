@@ -36,6 +36,9 @@ _MEXICAN_TRAIN: Final = GameSpec(
     new=MexicanTrain,
     load=MexicanTrain.from_dict,
     bots=mexican_train_bots.HOOKS,
+    results=mexican_train_bots.results,
+    low_score_wins=True,
+    describe=mexican_train_bots.describe,
 )
 
 #: Every game, by name.

@@ -41,13 +41,13 @@ from engine.arena import (
     percentile,
     play_game,
     report,
-    round_wins,
     run,
     seating,
     summarize,
     wilson,
 )
 from engine.bots import LEVELS, bot_key, choose, greedy_move, random_move
+from engine.games.mexican_train.bots import round_wins
 from engine.games.mexican_train.determinize import Determinizer, NoDeterminizationError
 from service.cli import main
 from tests.scenario import position
@@ -376,9 +376,16 @@ def test_summarize_pools_the_seats_of_a_level() -> None:
             0,
             ("random", "greedy", "greedy"),
             ((0, 10, 20), (6, 6, 0)),
+            ((1.0, 0.0, 0.0), (0.0, 0.0, 1.0)),
             ((0.001,), (0.002, 0.004), ()),
         ),
-        GameRecord(1, ("greedy", "greedy", "random"), ((5, 0, 7),), ((0.003,), (), (0.005, 0.006))),
+        GameRecord(
+            1,
+            ("greedy", "greedy", "random"),
+            ((5, 0, 7),),
+            ((0.0, 1.0, 0.0),),
+            ((0.003,), (), (0.005, 0.006)),
+        ),
     ]
     rand, greedy = summarize(records)  # in LEVELS order
     assert (rand.level, rand.seats, rand.seat_rounds, rand.wins) == ("random", 1, 3, 1.0)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from engine.game import BotHooks, GameState
+from engine.game import BotHooks, GameState, HandResult
 from engine.games.mexican_train.determinize import Determinizer
 from engine.games.mexican_train.game import MexicanTrain
 from engine.games.mexican_train.rules import DoubleFollowup, Ruleset
@@ -292,6 +292,31 @@ def reward(state: GameState, seat: int) -> float:
     low = min(scores)
     won = 1.0 / scores.count(low) if mine == low else 0.0
     return won - PIP_WEIGHT * mine
+
+
+def round_wins(scores: Sequence[int]) -> list[float]:
+    """Each seat's share of a round's win: the lowest score wins (the seat
+    that went out, MT-END-1, or the lowest hand of a blocked round, MT-END-3),
+    ties split.
+
+    >>> round_wins([0, 12, 30, 7]), round_wins([5, 5, 9])
+    ([1.0, 0.0, 0.0, 0.0], [0.5, 0.5, 0.0])
+    """
+    low = min(scores)
+    winners = sum(1 for s in scores if s == low)
+    return [1.0 / winners if s == low else 0.0 for s in scores]
+
+
+def results(state: GameState) -> list[HandResult]:
+    """Every round of a finished game: its win shares and round scores (MT-SC-1)."""
+    assert isinstance(state, MexicanTrain)
+    rounds = zip(*state.round_scores, strict=True)
+    return [HandResult(tuple(round_wins(scores)), tuple(scores)) for scores in rounds]
+
+
+def describe(rules: Ruleset) -> str:
+    """The arena's line for a resolved Mexican Train ruleset."""
+    return f"preset {rules.preset}, double-{rules.set_max}, {rules.rounds} round(s) a game"
 
 
 def _worlds(view: GameView, legal: Sequence[Move]) -> Determinizer:
