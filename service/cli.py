@@ -102,18 +102,33 @@ def _ref(r: pb.TrainRef) -> str:
 
 
 def _engine_ref(r: pb.TrainRef) -> engine.TrainRef:
-    if r.WhichOneof("target") == "mexican":
+    target = r.WhichOneof("target")
+    if target == "mexican":
         return engine.TrainRef(engine.TrainKind.MEXICAN, r.mexican, r.end)
+    if target == "line":
+        return engine.TrainRef(engine.TrainKind.LINE, 0, r.end)
     return engine.TrainRef(engine.TrainKind.SEAT, r.seat, r.end)
 
 
 def render(view: pb.GameView) -> str:
     """A plain-text picture of a seat's view."""
-    lines = [
-        f"Round {view.round}/{view.rounds_total}  engine {_tile(view.engine)}  "
-        f"boneyard {view.boneyard_count}  version {view.version}"
-    ]
     names = [p.display_name for p in view.players]
+    if view.HasField("line"):  # a classic game: hands to a target score
+        lines = [
+            f"Hand {view.round}, to {view.target_score} points  "
+            f"boneyard {view.boneyard_count}  version {view.version}"
+        ]
+        tiles = " ".join(f"{t.a}|{t.b}" for t in view.line.tiles) or "(empty: open it)"
+        ends = " and ".join(map(str, view.line.open_ends)) or "-"
+        lines.append(f"  line: {tiles}  ends {ends} (l0 left, l1 right)")
+        for number, team in enumerate(view.teams):
+            members = " + ".join(names[s] for s in team.seats)
+            lines.append(f"  team {number}: {members}, {team.score} pts")
+    else:
+        lines = [
+            f"Round {view.round}/{view.rounds_total}  engine {_tile(view.engine)}  "
+            f"boneyard {view.boneyard_count}  version {view.version}"
+        ]
     for train in view.trains:
         ref = train.ref
         owner = "Mexican" if ref.WhichOneof("target") == "mexican" else names[ref.seat]
@@ -153,13 +168,20 @@ def describe(event: pb.GameEvent, names: Sequence[str]) -> str | None:
     if kind == "double_satisfied":
         d2 = event.double_satisfied
         return f"double {d2.value}-{d2.value} is " + ("dead" if d2.dead else "satisfied")
+    if kind == "points_scored":
+        p = event.points_scored
+        why = pb.PointsReason.Name(p.reason).removeprefix("POINTS_REASON_").lower()
+        return f"{names[p.seat]} scores {p.points} ({why.replace('_', ' ')})"
     if kind == "round_started":
         r = event.round_started
+        if not r.HasField("engine"):
+            return f"Hand {r.round} is dealt; {names[r.starter]} opens"
         return f"Round {r.round} starts: engine {_tile(r.engine)}, {names[r.starter]} starts"
     if kind == "round_ended":
         e2 = event.round_ended
         how = "domino" if e2.reason == pb.ROUND_END_REASON_DOMINO else "blocked"
-        return f"Round {e2.round} ends ({how}); scores {list(e2.scores)}"
+        won = f", won by {names[e2.winner]}" if e2.HasField("winner") else ""
+        return f"Round {e2.round} ends ({how}{won}); scores {list(e2.scores)}"
     if kind == "game_ended":
         g = event.game_ended
         won = ", ".join(names[s] for s in g.winners)
@@ -177,7 +199,11 @@ async def _play_game(
         else pb.Player(display_name=f"Bot {s}", bot=bot)
         for s in range(args.players)
     ]
-    ruleset = pb.Ruleset(preset=args.preset)
+    ruleset = pb.Ruleset()
+    if args.preset:
+        ruleset.preset = args.preset
+    if args.game:
+        ruleset.game = pb.Game.Value(f"GAME_{args.game.upper()}")
     if args.rounds:
         ruleset.rounds = args.rounds
     try:
@@ -192,7 +218,7 @@ async def _play_game(
     auth = (("authorization", f"Bearer {token}"),)
     names = [p.display_name for p in created.game.players]
     write(
-        f"Game {game_id}: {args.preset} rules, {args.players} players. "
+        f"Game {game_id}: {created.game.ruleset.preset} rules, {args.players} players. "
         "Type a move number, a move like 5-12@p0, or q."
     )
     log = await stub.GetGameLog(pb.GetGameLogRequest(game_id=game_id))
@@ -302,7 +328,7 @@ def _arena(args: argparse.Namespace, write: Write = print) -> int:
             options[name.strip()] = _option_value(value)
         if args.rounds:
             options["rounds"] = args.rounds
-        rules = engine.preset(args.preset).with_options(**options)
+        rules = engine.ruleset(args.preset or None, args.game or None, **options)
         config = ArenaConfig(bots, rules, args.games, args.seed, args.budget)
     except (engine.RailyardError, ValueError) as exc:
         print(f"railyard arena: {exc}", file=sys.stderr)
@@ -345,7 +371,12 @@ def _arena_options(target: argparse.ArgumentParser) -> None:
         help="one level per seat, comma-separated: random, greedy, expert "
         "(default greedy,random,random,random); seats rotate every game",
     )
-    target.add_argument("--preset", default="standard", choices=sorted(engine.PRESETS))
+    target.add_argument(
+        "--game", default="", choices=sorted(engine.GAMES), help="played by its own preset"
+    )
+    target.add_argument(
+        "--preset", default="", choices=sorted(engine.PRESETS), help="default: standard"
+    )
     target.add_argument(
         "--option",
         action="append",
@@ -373,7 +404,15 @@ def _arena_options(target: argparse.ArgumentParser) -> None:
 
 def _play_options(target: argparse.ArgumentParser) -> None:
     target.add_argument("--players", type=int, default=4, help="2 to 14 (default 4)")
-    target.add_argument("--preset", default="standard", choices=sorted(engine.PRESETS))
+    target.add_argument(
+        "--game",
+        default="",
+        choices=sorted(engine.GAMES),
+        help="the game, played by its own preset (default: the preset's game)",
+    )
+    target.add_argument(
+        "--preset", default="", choices=sorted(engine.PRESETS), help="default: standard"
+    )
     target.add_argument("--rounds", type=int, default=0, help="play only the first N rounds")
     target.add_argument("--seed", default="", help="deal seed (default: random)")
     target.add_argument("--seat", type=int, default=0, help="your seat (default 0)")
