@@ -4,10 +4,10 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run play test lint typecheck unit proto bench bench-service clean
+.PHONY: run play test lint typecheck unit proto lock bench bench-service clean
 
-# The virtualenv, rebuilt whenever pyproject.toml changes.
-$(STAMP): pyproject.toml
+# The virtualenv, exactly requirements.lock; rebuilt whenever it or pyproject.toml changes.
+$(STAMP): pyproject.toml requirements.lock
 	./scripts/bootstrap
 	@touch $@
 
@@ -30,6 +30,17 @@ lint: $(STAMP)
 ## proto: regenerate service/api from proto/ (a test fails while it is stale)
 proto: $(STAMP)
 	./scripts/gen-proto
+
+## lock: re-pin requirements.lock to pyproject.toml (pins that still fit stay; UPGRADE=1: newest)
+# uv keeps the pins of the file it writes, so it writes a copy; the lock is
+# replaced only when it changes (a new lock rebuilds .venv).
+lock: $(STAMP)
+	cp requirements.lock $(VENV)/requirements.lock.new
+	$(BIN)/uv pip compile pyproject.toml --extra dev --universal --python-version 3.11 \
+	  --generate-hashes --custom-compile-command 'make lock' --quiet \
+	  $(if $(UPGRADE),--upgrade) -o $(VENV)/requirements.lock.new
+	cmp -s $(VENV)/requirements.lock.new requirements.lock \
+	  && rm $(VENV)/requirements.lock.new || mv $(VENV)/requirements.lock.new requirements.lock
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict engine service
