@@ -3,10 +3,13 @@
 # Without REDIS_URL it serves from an in-process store (one replica, for trying it out).
 FROM python:3.11-slim AS build
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE requirements.lock ./
+COPY scripts/lock-constraints scripts/
 COPY engine engine
 COPY service service
-RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+# The versions CI tested: requirements.lock's pins as constraints.
+RUN python scripts/lock-constraints > constraints.txt \
+ && pip wheel --no-cache-dir --constraint constraints.txt --wheel-dir /wheels .
 
 FROM python:3.11-slim
 RUN useradd --uid 10001 --no-create-home railyard

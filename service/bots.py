@@ -29,12 +29,15 @@ move count that allows the one game would allow seven times its work.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import heapq
 import itertools
 import logging
 import multiprocessing
 import os
+import select
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -158,8 +161,33 @@ def _play_elsewhere(
     return orjson.dumps(game.to_dict()), moves, turns.decisions, turns.cpu
 
 
-def _lower_priority() -> None:
+def _start_worker(service_pid: int) -> None:
+    """A worker's set-up: a lower CPU priority, and an end with its service.
+
+    A worker waits on its call queue, whose write end it holds itself, so a
+    service killed outright (SIGKILL, the OOM killer) would leave it, its
+    forkserver and the resource tracker running for ever: a thread ends the
+    worker when the service's process is gone (a pidfd where Linux has one,
+    else a check every second)."""
     os.nice(_WORKER_NICENESS)
+    threading.Thread(
+        target=_exit_with, args=(service_pid,), name="railyard-service-watch", daemon=True
+    ).start()
+
+
+def _exit_with(pid: int) -> None:
+    try:
+        watched: int | None = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # no pidfd here, or the service is gone already
+        watched = None
+    if watched is not None:
+        select.select([watched], [], [])  # readable once the process has exited
+    else:
+        with contextlib.suppress(ProcessLookupError):
+            while True:
+                os.kill(pid, 0)
+                time.sleep(1.0)
+    os._exit(0)  # no cleanup to wait for: the service that wanted the answers is gone
 
 
 class BotsBusyError(Exception):
@@ -277,7 +305,10 @@ class BotPlayer:
         if self._pool is None:
             context = multiprocessing.get_context("forkserver")
             self._pool = ProcessPoolExecutor(
-                self._processes, mp_context=context, initializer=_lower_priority
+                self._processes,
+                mp_context=context,
+                initializer=_start_worker,
+                initargs=(os.getpid(),),
             )
         return self._pool
 

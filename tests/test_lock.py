@@ -13,7 +13,7 @@ from importlib import metadata
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.lockfile import locked_pins, pinned_version, project_requirements
+from tests.lockfile import LOCK, ROOT, locked_pins, pinned_version, project_requirements
 
 
 def test_every_project_requirement_is_pinned_within_its_bounds() -> None:
@@ -60,3 +60,27 @@ def test_the_venv_has_the_locked_versions() -> None:
         if installed != pinned_version(pin):
             stale.append(f"{requirement.name} {installed}, locked {pinned_version(pin)}")
     assert stale == [], "rerun scripts/bootstrap (the venv is not the lock): " + "; ".join(stale)
+
+
+def test_the_image_builds_from_the_locked_pins() -> None:
+    """The Dockerfile resolved from pyproject.toml alone; it now takes
+    scripts/lock-constraints' output as pip constraints: every locked pin,
+    with its marker, and no hash (constraints take none)."""
+    import subprocess
+    import sys
+
+    printed = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "lock-constraints"), str(LOCK)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    constraints = {canonicalize_name(Requirement(line).name): Requirement(line) for line in printed}
+    pins = locked_pins()
+    assert set(constraints) == set(pins)
+    for name, pin in pins.items():
+        assert str(constraints[name]) == str(pin)
+    assert "--hash" not in "\n".join(printed)
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "scripts/lock-constraints > constraints.txt" in dockerfile
+    assert "--constraint constraints.txt" in dockerfile

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import random
+import signal
 import time
+from pathlib import Path
 from typing import Any
 
 import grpc
+import httpx
 import pytest
 
 import engine
@@ -19,6 +22,7 @@ from service.bots import LEVELS, BotPlayer, BotsBusyError, BotTurns, play_turns
 from service.errors import ServiceError
 from service.settings import Settings
 from service.store.memory import MemoryStore
+from tests.test_service_resilience import serve
 
 SHORT = pb.Ruleset(preset="standard", rounds=1)
 #: Issue 9's ruleset: legal, and 0.67 ms of CPU per greedy move (a standard
@@ -268,3 +272,53 @@ def test_a_create_game_retry_is_answered_without_playing_its_bots_again() -> Non
         assert played == [1]
 
     asyncio.run(go())
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every live process below ``pid`` (from /proc)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier}
+        found |= frontier
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_bot_workers_end_with_a_service_killed_outright(tmp_path: Path, redis_url: str) -> None:
+    """A service killed by SIGKILL (or the OOM killer) left its bot workers,
+    their forkserver and the resource tracker running for ever: a worker
+    waits on a queue whose write end it holds itself. They now end with it."""
+    with serve(tmp_path, redis_url, "killed") as server:
+        created = httpx.post(
+            f"{server.base_url}/v1/games",
+            json={
+                "players": [{"bot": "BOT_LEVEL_EXPERT"}, {"bot": "BOT_LEVEL_EXPERT"}],
+                "ruleset": {"rounds": 1},
+            },
+            timeout=60,
+        )
+        assert created.status_code == 200, created.text
+        helpers = _descendants(server.proc.pid)
+        assert helpers, "the expert's turns ran in worker processes"
+        server.proc.send_signal(signal.SIGKILL)
+        server.proc.wait(5)
+        deadline = time.monotonic() + 10
+        while any(_alive(p) for p in helpers):
+            assert time.monotonic() < deadline, [p for p in helpers if _alive(p)]
+            time.sleep(0.05)
