@@ -13,6 +13,7 @@ from typing import Any, Final
 
 import engine
 from engine import Move, MoveKind, Tile, TrainKind, TrainRef
+from engine.tiles import MAX_SET
 from engine.view import GameView
 from service.api import game_service_pb2 as pb
 from service.errors import invalid
@@ -50,6 +51,10 @@ _SCALARS: Final = (
     "double_blank_value",
 )
 _GAMES: Final = {pb.GAME_MEXICAN_TRAIN: "mexican_train"}
+#: What ruleset_from_proto admits, for the OpenAPI schema (service.field_limits):
+#: the games played, and the enum options (any of their values but the zero one).
+GAMES_PLAYED: Final = _GAMES
+RULESET_ENUMS: Final = _ENUM_TYPE
 _DRAW_REASON: Final = {
     "move": pb.DRAW_REASON_MOVE,
     "penalty": pb.DRAW_REASON_PENALTY,
@@ -146,8 +151,8 @@ def move_from_proto(message: pb.Move) -> Move:
         play = message.play
         if not play.HasField("tile") or not play.HasField("train"):
             raise invalid("a play names a tile and a train", rule="T-2")
-        if play.tile.a > 18 or play.tile.b > 18:
-            raise invalid(f"{play.tile.a}-{play.tile.b} is not a tile: halves go up to 18")
+        if play.tile.a > MAX_SET or play.tile.b > MAX_SET:
+            raise invalid(f"{play.tile.a}-{play.tile.b} is not a tile: halves go up to {MAX_SET}")
         tile = Tile.of(play.tile.a, play.tile.b)
         return Move(MoveKind.PLAY, tile, train_from_proto(play.train), play.announce_last_tile)
     if action == "draw":
