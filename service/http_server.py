@@ -165,7 +165,7 @@ def parse_raw_body(
     if fast is not None and fast(data, message):
         return message
     try:
-        jsonwire.check_enums(data, message)
+        jsonwire.check_input(data, message)
         json_format.ParseDict(data, message)
     except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
         raise errors.invalid(_first_line(str(exc))) from exc
