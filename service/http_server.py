@@ -473,7 +473,10 @@ APPLY_MOVE_BODY: Final = "ApplyMoveBody"
     operation_id="ApplyMove",
     summary="Apply a move",
     description="One move for the caller's seat, then any bot turns that follow; "
-    "optional expectedVersion (else 409) and requestId (a repeat returns the first answer).",
+    "optional expectedVersion (else 409) and requestId (a repeat returns the first answer). "
+    "A body its schema admits may still be refused for the game: a move not legal now "
+    "(FAILED_PRECONDITION), a tile above the game's set (INVALID_ARGUMENT, T-1), a "
+    "requestId this seat used for another move (INVALID_ARGUMENT).",
     openapi_extra=operation(
         parameters=[_GAME_ID_PARAM],
         auth="required",
