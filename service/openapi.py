@@ -279,13 +279,9 @@ def _integer_schema(field: FieldDescriptor, limits: Limits, wire_input: bool) ->
         string["pattern"] = decimal_pattern(
             None if low == type_low < 0 else low, None if high == type_high else high
         )
-    if not wire_input:
-        return {**string, "description": _INT64["description"]} if wide else number
-    schema: JSONSchema = {"anyOf": [number, string]}
+    schema: JSONSchema = {"anyOf": [number, string]} if wire_input else string if wide else number
     if wide:
-        schema["description"] = (
-            _INT64["description"] if kind in _INT64_TYPES else _UINT64["description"]
-        )
+        schema["description"] = (_INT64 if kind in _INT64_TYPES else _UINT64)["description"]
     return schema
 
 
