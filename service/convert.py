@@ -15,6 +15,7 @@ from google.protobuf.descriptor import EnumDescriptor, FieldDescriptor
 
 import engine
 from engine import Move, MoveKind, Tile, TrainKind, TrainRef
+from engine.tiles import MAX_SET
 from engine.view import GameView
 from service.api import game_service_pb2 as pb
 from service.errors import invalid
@@ -39,6 +40,15 @@ def _enum_option(name: str, enum: EnumDescriptor, number: int) -> str:
         known = [v.name for v in enum.values][1:]
         raise invalid(f"{name} {number} is not one of {known}", field=f"ruleset.{name}")
     return value.name[len(_enum_prefix(enum)) + 1 :].lower()
+
+
+#: What ruleset_from_proto admits, for the OpenAPI schema (service.field_limits):
+#: the games played (Game numbers, by the registry), and the enum options
+#: (any of their values but the zero one).
+GAMES_PLAYED: Final = {pb.Game.Value(f"GAME_{name.upper()}"): name for name in engine.GAMES}
+RULESET_ENUMS: Final = tuple(
+    name for name, field in _RULESET_FIELDS.items() if field.enum_type and name != "game"
+)
 
 
 _DRAW_REASON: Final = {
@@ -135,8 +145,8 @@ def move_from_proto(message: pb.Move) -> Move:
         play = message.play
         if not play.HasField("tile") or not play.HasField("train"):
             raise invalid("a play names a tile and a train", rule="T-2")
-        if play.tile.a > 18 or play.tile.b > 18:
-            raise invalid(f"{play.tile.a}-{play.tile.b} is not a tile: halves go up to 18")
+        if play.tile.a > MAX_SET or play.tile.b > MAX_SET:
+            raise invalid(f"{play.tile.a}-{play.tile.b} is not a tile: halves go up to {MAX_SET}")
         tile = Tile.of(play.tile.a, play.tile.b)
         exposed = play.exposed if play.HasField("exposed") else None  # CL-MAT-1
         return Move(

@@ -43,6 +43,7 @@ from service import errors, jsonwire, openapi, telemetry
 from service.api import game_service_pb2 as pb
 from service.app import Caller, GameApp
 from service.errors import ServiceError
+from service.field_limits import FIELD_LIMITS
 from service.identity import TrustedProxies, seat_token
 from service.settings import cors_origin_list
 from service.streams import until_closed
@@ -164,7 +165,7 @@ def parse_raw_body(
     if fast is not None and fast(data, message):
         return message
     try:
-        jsonwire.check_enums(data, message)
+        jsonwire.check_input(data, message)
         json_format.ParseDict(data, message)
     except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
         raise errors.invalid(_first_line(str(exc))) from exc
@@ -389,6 +390,17 @@ def _json_ok(description: str, schema: dict[str, Any]) -> dict[str, Any]:
 
 # ------------------------------------------------------------------ games
 
+#: Why a CreateGame body that its schema admits is refused: each reason is
+#: more than one field (service.field_limits holds the single-field ones).
+_CREATE_GAME_REFUSALS: Final = (
+    "DEAL_DOES_NOT_FIT when the hand size table has no entry for this many players and "
+    "this set (MT-DEAL-1) or the hands take more tiles than the set deals (MT-DEAL-2); "
+    "INVALID_ARGUMENT when firstEngine is above setMax, or rounds is more than the "
+    "engines from firstEngine down to 0-0 (MT-RND-1); and, by the operator's settings, "
+    "INVALID_ARGUMENT for any seed where caller seeds are denied, for bot turns that "
+    "take more than the bot CPU limit, or for a requestId whose first answer has expired."
+)
+
 games = APIRouter(prefix="/v1/games", tags=["games"])
 
 
@@ -397,11 +409,17 @@ games = APIRouter(prefix="/v1/games", tags=["games"])
     operation_id="CreateGame",
     summary="Create a game",
     description="A new game from a ruleset (preset and overrides) and the players; "
-    "returns its public view and one token per seat (shown only here).",
+    "returns its public view and one token per seat (shown only here). "
+    "The body's schema states every field's own limits; a body it admits is still "
+    "refused (400) when its fields do not fit together: " + _CREATE_GAME_REFUSALS,
     openapi_extra=operation(
         body=openapi.ref(pb.CreateGameRequest.DESCRIPTOR),
         ok=_json_ok("The new game", openapi.ref(pb.CreateGameResponse.DESCRIPTOR)),
         failures=(400, 401, 429, 503),
+        descriptions={
+            400: "INVALID_ARGUMENT: a body its schema refuses, or one whose fields do not "
+            "fit together (DEAL_DOES_NOT_FIT, MT-RND-1: see the operation's description)"
+        },
     ),
 )
 async def create_game(request: Request, game_app: GameAppDep, caller: CallerDep) -> Response:
@@ -455,7 +473,10 @@ APPLY_MOVE_BODY: Final = "ApplyMoveBody"
     operation_id="ApplyMove",
     summary="Apply a move",
     description="One move for the caller's seat, then any bot turns that follow; "
-    "optional expectedVersion (else 409) and requestId (a repeat returns the first answer).",
+    "optional expectedVersion (else 409) and requestId (a repeat returns the first answer). "
+    "A body its schema admits may still be refused for the game: a move not legal now "
+    "(FAILED_PRECONDITION), a tile above the game's set (INVALID_ARGUMENT, T-1), a "
+    "requestId this seat used for another move (INVALID_ARGUMENT).",
     openapi_extra=operation(
         parameters=[_GAME_ID_PARAM],
         auth="required",
@@ -892,7 +913,7 @@ class RailyardAPI(FastAPI):
         )
         schemas = document.setdefault("components", {}).setdefault("schemas", {})
         schemas[APPLY_MOVE_BODY] = openapi.message_schema(
-            pb.ApplyMoveRequest.DESCRIPTOR, omit={"game_id"}
+            pb.ApplyMoveRequest.DESCRIPTOR, omit={"game_id"}, limits=FIELD_LIMITS, wire_input=True
         )
         schemas[APPLY_MOVE_BODY]["title"] = APPLY_MOVE_BODY
         document["components"]["securitySchemes"] = {
@@ -903,7 +924,7 @@ class RailyardAPI(FastAPI):
                 "caller is a spectator.",
             }
         }
-        self.openapi_schema = openapi.add_components(document, [pb.DESCRIPTOR])
+        self.openapi_schema = openapi.add_components(document, [pb.DESCRIPTOR], FIELD_LIMITS)
         return self.openapi_schema
 
 

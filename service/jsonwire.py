@@ -1,5 +1,5 @@
 """The canonical proto3 JSON mapping of our messages, fast; and, on input,
-the enums it allows and ``json_format`` does not refuse (:func:`check_enums`).
+what it does not allow and ``json_format`` does not refuse (:func:`check_input`).
 
 ``json_format.MessageToDict`` walks every field of every message in Python
 and was the largest single cost of an HTTP move (a view holds every train's
@@ -22,6 +22,7 @@ from google.protobuf.message import Message
 from service import errors
 
 _Convert = Callable[[Any], Any]
+_WKT: Final = "google.protobuf"  # the package of the well-known types
 _CONVERTERS: dict[FieldDescriptor, tuple[str, _Convert, bool]] = {}
 _INT64_TYPES: Final = frozenset(
     {
@@ -97,7 +98,7 @@ def to_dict(message: Message) -> dict[str, Any]:
     return out
 
 
-# ------------------------------------------------------------------ enums on input
+# ------------------------------------------------------ on input: what json_format lets by
 
 #: Per message: every key json_format accepts for a field (its JSON name and
 #: its proto name) -> the field.
@@ -120,22 +121,28 @@ def _is_enum_value(enum: EnumDescriptor, value: Any) -> bool:
     return type(value) is int and value in enum.values_by_number  # a bool is not an int here
 
 
-def check_enums(data: Any, message: Message) -> None:
-    """Refuse every enum value in ``data`` (JSON for ``message``) that
-    canonical proto3 JSON does not allow: only the value's name or an integer
-    that is one of its numbers (null: the default). ``json_format.ParseDict``
-    takes ``int()`` of anything else, so ``1.5``, ``true`` and ``"1"`` were
-    all value 1, and keeps unknown numbers of an open enum. INVALID_ARGUMENT,
-    ``field`` naming it (``players[1].bot``). Everything else is left to
-    ParseDict, which refuses it with a message of its own: unknown keys, and
-    values of the wrong shape for a message or a list."""
+def check_input(data: Any, message: Message) -> None:
+    """Refuse what canonical proto3 JSON does not allow in ``data`` (JSON for
+    ``message``) and ``json_format.ParseDict`` would take:
+
+    - an enum value other than the value's name or an integer that is one of
+      its numbers (null: the default): ParseDict takes ``int()`` of anything
+      else, so ``1.5``, ``true`` and ``"1"`` were all value 1, and keeps
+      unknown numbers of an open enum;
+    - a message that is not a JSON object (null: the default): ParseDict
+      iterates the value as the object's keys, so ``[]`` and ``""`` were an
+      empty message.
+
+    INVALID_ARGUMENT, ``field`` naming it (``players[1].bot``). Everything
+    else is left to ParseDict, which refuses it with a message of its own:
+    unknown keys, and values of the wrong shape for a scalar or a list."""
     # The stubs type DESCRIPTOR as either descriptor class; at run time the
     # C (upb) one is the class descriptor.Descriptor names.
     _check_message(data, cast(Descriptor, message.DESCRIPTOR), "")
 
 
 def _check_message(data: Any, descriptor: Descriptor, path: str) -> None:
-    if type(data) is not dict or descriptor.file.package == "google.protobuf":
+    if type(data) is not dict or descriptor.file.package == _WKT:
         return  # not an object, or a well-known type with a JSON form of its own
     fields = _fields_by_key(descriptor)
     for key, value in data.items():
@@ -158,8 +165,15 @@ def _check_message(data: Any, descriptor: Descriptor, path: str) -> None:
 
 def _check_value(field: FieldDescriptor, value: Any, where: str) -> None:
     """One value of ``field`` (one item of a repeated field, a map's value)."""
-    if field.message_type is not None:
-        _check_message(value, field.message_type, where)
+    message = field.message_type
+    if message is not None:
+        # (A well-known type has a JSON form of its own, not always an object.)
+        if value is not None and type(value) is not dict and message.file.package != _WKT:
+            raise errors.invalid(
+                f"{where} must be a JSON object (a {message.name}), not {_shown(value)}",
+                field=where,
+            )
+        _check_message(value, message, where)
     elif field.enum_type is not None and value is not None:
         enum = field.enum_type
         if enum.full_name == "google.protobuf.NullValue" or _is_enum_value(enum, value):

@@ -1245,10 +1245,15 @@ def test_openapi_document_is_generated_from_the_proto() -> None:
     assert "seedSha256" in view
     assert "seed_sha256" not in view
     assert "string" in view["version"]["type"]
+    # A response-only message: canonical forms only (no null, no string for a uint32).
+    assert view["round"] == {"type": "integer", "minimum": 0, "maximum": 2**32 - 1}
+    # What a request reaches also takes the parser's other input forms (service.openapi).
     assert schemas["Tile"]["properties"]["a"] == {
-        "type": "integer",
-        "minimum": 0,
-        "maximum": 2**32 - 1,
+        "anyOf": [
+            {"type": "integer", "minimum": 0, "maximum": 18},
+            {"type": "string", "pattern": "^0*(?:[0-9]|1[0-8])$"},
+            {"type": "null"},
+        ]
     }
     assert schemas["GameStatus"]["enum"] == [
         "GAME_STATUS_UNSPECIFIED",
@@ -1257,8 +1262,11 @@ def test_openapi_document_is_generated_from_the_proto() -> None:
     ]
     assert view["status"] == {"$ref": "#/components/schemas/GameStatus"}
     assert view["players"]["items"] == {"$ref": "#/components/schemas/PlayerView"}
-    assert schemas["Move"]["properties"]["play"] == {"$ref": "#/components/schemas/Move.Play"}
-    assert schemas["Move"]["maxProperties"] == 1
+    assert schemas["Move"]["properties"]["play"] == {
+        "anyOf": [{"$ref": "#/components/schemas/Move.Play"}, {"type": "null"}]
+    }
+    assert len(schemas["Move"]["oneOf"]) == 4  # exactly one action
+    assert schemas["ApplyMoveBody"]["required"] == ["move"]
     assert schemas["Ruleset"]["additionalProperties"] is False
     assert "gameId" not in schemas["ApplyMoveBody"]["properties"]
     assert set(schemas["ApplyMoveBody"]["properties"]) == {"move", "expectedVersion", "requestId"}

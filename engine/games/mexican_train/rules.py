@@ -95,7 +95,16 @@ _BY_PLAYERS: Final[dict[HandSizeTable, dict[int, int]]] = {
 }
 
 # Bounds that keep a game's trains addressable (n + m slots); far above any table.
+MIN_MEXICAN_TRAINS: Final = 1
 MAX_MEXICAN_TRAINS: Final = 16
+# The other bounds of Ruleset._check, named for the service's OpenAPI schema.
+MIN_HAND_SIZE: Final = 1  # MT-DEAL-1
+MIN_ROUNDS: Final = 1  # MT-RND-1
+MAX_KNOCK_PENALTY: Final = 10  # MT-KNOCK-1
+#: MT-DBL-4: 0 (unlimited) or 1.
+DOUBLES_PER_TURN_VALUES: Final = (0, 1)
+#: T-3: what the 0-0 tile is worth.
+DOUBLE_BLANK_VALUES: Final = (0, 25, 50)
 
 
 def auto_set(players: int) -> int:
@@ -175,32 +184,37 @@ class Ruleset:
             raise RulesetError(
                 f"set_max must be from {MIN_SET} to {MAX_SET}, not {self.set_max}", rule="T-1"
             )
-        if self.hand_size is not None and self.hand_size < 1:
+        if self.hand_size is not None and self.hand_size < MIN_HAND_SIZE:
             raise RulesetError(
-                f"hand_size must be at least 1, not {self.hand_size}", rule="MT-DEAL-1"
+                f"hand_size must be at least {MIN_HAND_SIZE}, not {self.hand_size}",
+                rule="MT-DEAL-1",
             )
-        if self.rounds is not None and self.rounds < 1:
-            raise RulesetError(f"rounds must be at least 1, not {self.rounds}", rule="MT-RND-1")
+        if self.rounds is not None and self.rounds < MIN_ROUNDS:
+            raise RulesetError(
+                f"rounds must be at least {MIN_ROUNDS}, not {self.rounds}", rule="MT-RND-1"
+            )
         if self.first_engine is not None and not 0 <= self.first_engine <= MAX_SET:
             raise RulesetError(
                 f"first_engine must be from 0 to {MAX_SET}, not {self.first_engine}",
                 rule="MT-RND-1",
             )
-        if not 1 <= self.mexican_trains <= MAX_MEXICAN_TRAINS:
+        if not MIN_MEXICAN_TRAINS <= self.mexican_trains <= MAX_MEXICAN_TRAINS:
             raise RulesetError(
-                f"mexican_trains must be from 1 to {MAX_MEXICAN_TRAINS}, not {self.mexican_trains}",
+                f"mexican_trains must be from {MIN_MEXICAN_TRAINS} to {MAX_MEXICAN_TRAINS}, "
+                f"not {self.mexican_trains}",
                 rule="MT-TR-2",
             )
-        if self.max_doubles_per_turn not in (0, 1):
+        if self.max_doubles_per_turn not in DOUBLES_PER_TURN_VALUES:
             raise RulesetError(
                 f"max_doubles_per_turn must be 0 (unlimited) or 1, not {self.max_doubles_per_turn}",
                 rule="MT-DBL-4",
             )
-        if not 0 <= self.knock_penalty <= 10:
+        if not 0 <= self.knock_penalty <= MAX_KNOCK_PENALTY:
             raise RulesetError(
-                f"knock_penalty must be from 0 to 10, not {self.knock_penalty}", rule="MT-KNOCK-1"
+                f"knock_penalty must be from 0 to {MAX_KNOCK_PENALTY}, not {self.knock_penalty}",
+                rule="MT-KNOCK-1",
             )
-        if self.double_blank_value not in (0, 25, 50):
+        if self.double_blank_value not in DOUBLE_BLANK_VALUES:
             raise RulesetError(
                 f"double_blank_value must be 0, 25 or 50, not {self.double_blank_value}",
                 rule="T-3",

@@ -1,0 +1,85 @@
+"""What the service refuses of one request field on its own, as data.
+
+Each row is keyed by the proto full name of a field, or of a oneof, and
+:mod:`service.openapi` writes it into the OpenAPI document, so that the
+schema admits what the validators admit. Every bound is the validator's own
+constant, imported from where it is checked: a bound changed there changes
+the document. A new option with a bound needs one row here. Responses share
+the components, and keep to every row too (tests/test_http.py checks real
+answers against them).
+
+Not here: what depends on more than one field or on the game, which no
+schema of one field can say (CreateGame's description lists it): a deal
+that must fit the set (DEAL_DOES_NOT_FIT), ``firstEngine`` within the set
+and ``rounds`` within the engines (MT-RND-1), a tile in the hand, a train
+that exists.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from engine import PRESETS
+from engine.games.mexican_train.rules import (
+    DOUBLE_BLANK_VALUES,
+    DOUBLES_PER_TURN_VALUES,
+    MAX_KNOCK_PENALTY,
+    MAX_MEXICAN_TRAINS,
+    MAX_PLAYERS,
+    MIN_HAND_SIZE,
+    MIN_MEXICAN_TRAINS,
+    MIN_PLAYERS,
+    MIN_ROUNDS,
+)
+from engine.tiles import MAX_SET, MIN_SET
+from service import convert
+from service.api import game_service_pb2 as pb
+from service.app import MAX_NAME, MAX_REQUEST_ID, MAX_SEED
+from service.openapi import Limits
+
+_RULESET: Final = pb.Ruleset.DESCRIPTOR
+
+
+def _set_values(option: str) -> Limits:
+    """An enum option of a ruleset: any of its values but the zero one
+    (``*_UNSPECIFIED``), which convert.ruleset_from_proto refuses."""
+    enum = _RULESET.fields_by_name[option].enum_type
+    assert enum is not None, option
+    return Limits(values=tuple(value.name for value in enum.values if value.number != 0))
+
+
+#: Field (or oneof) full name -> what the service admits of it.
+FIELD_LIMITS: Final[dict[str, Limits]] = {
+    # CreateGame: service.app.GameApp.create_game and Ruleset.resolve (MT-SET-2).
+    "railyard.v1.CreateGameRequest.players": Limits(
+        required=True, min_items=MIN_PLAYERS, max_items=MAX_PLAYERS
+    ),
+    "railyard.v1.CreateGameRequest.seed": Limits(max_length=MAX_SEED),
+    "railyard.v1.CreateGameRequest.request_id": Limits(max_length=MAX_REQUEST_ID),
+    "railyard.v1.Player.display_name": Limits(max_length=MAX_NAME),
+    # Ruleset: service.convert.ruleset_from_proto, engine.games.mexican_train.rules.Ruleset._check.
+    **{f"{_RULESET.full_name}.{option}": _set_values(option) for option in convert.RULESET_ENUMS},
+    "railyard.v1.Ruleset.preset": Limits(values=tuple(PRESETS)),
+    "railyard.v1.Ruleset.game": Limits(
+        values=tuple(pb.Game.Name(number) for number in convert.GAMES_PLAYED)
+    ),
+    "railyard.v1.Ruleset.set_max": Limits(minimum=MIN_SET, maximum=MAX_SET),  # T-1
+    "railyard.v1.Ruleset.hand_size": Limits(minimum=MIN_HAND_SIZE),  # MT-DEAL-1
+    "railyard.v1.Ruleset.rounds": Limits(minimum=MIN_ROUNDS),  # MT-RND-1
+    "railyard.v1.Ruleset.first_engine": Limits(maximum=MAX_SET),  # MT-RND-1
+    "railyard.v1.Ruleset.mexican_trains": Limits(  # MT-TR-2
+        minimum=MIN_MEXICAN_TRAINS, maximum=MAX_MEXICAN_TRAINS
+    ),
+    "railyard.v1.Ruleset.max_doubles_per_turn": Limits(values=DOUBLES_PER_TURN_VALUES),  # MT-DBL-4
+    "railyard.v1.Ruleset.knock_penalty": Limits(maximum=MAX_KNOCK_PENALTY),  # MT-KNOCK-1
+    "railyard.v1.Ruleset.double_blank_value": Limits(values=DOUBLE_BLANK_VALUES),  # T-3
+    # ApplyMove: service.app.GameApp.apply_move and service.convert.move_from_proto.
+    "railyard.v1.ApplyMoveRequest.move": Limits(required=True),
+    "railyard.v1.ApplyMoveRequest.request_id": Limits(max_length=MAX_REQUEST_ID),
+    "railyard.v1.Move.action": Limits(required=True),
+    "railyard.v1.Move.Play.tile": Limits(required=True),  # T-2
+    "railyard.v1.Move.Play.train": Limits(required=True),
+    "railyard.v1.TrainRef.target": Limits(required=True),
+    "railyard.v1.Tile.a": Limits(maximum=MAX_SET),  # T-1
+    "railyard.v1.Tile.b": Limits(maximum=MAX_SET),
+}
