@@ -10,8 +10,11 @@ one bit mask per pip value (``hand[v]`` has bit ``x`` set when the tile
 ``v-x`` is held), so the tiles that fit an open end ``v`` are ``hand[v]``.
 Trains are numbered by *slot*: seat ``i``'s train is slot ``i``, Mexican
 train ``k`` is slot ``players + k``. A train is a list of branches (one,
-unless a chicken foot split it, MT-DBL-7), each with an open end value, or
-``-1`` once closed.
+unless a chicken foot split it, MT-DBL-7), numbered by *end*; three lists
+indexed ``[slot][end]`` describe them: ``open_ends`` (the number a tile must
+match there, ``-1`` once closed), ``parent_ends`` (the end a branch grows
+from, ``-1`` for the trunk) and ``tile_codes`` (the tiles laid, in play
+order, each ``touching << 5 | open``).
 """
 
 from __future__ import annotations
@@ -214,9 +217,9 @@ class MexicanTrain:
         self.boneyard = order[n * h :][::-1]
         if not self._set_aside:
             self.starter = self._find_engine_holder(rnd, engine_id, ev)
-        self.trains: list[list[int]] = [[engine] for _ in range(self._slots)]
-        self.train_tiles: list[list[list[int]]] = [[[]] for _ in range(self._slots)]
-        self.branch_parent: list[list[int]] = [[-1] for _ in range(self._slots)]
+        self.open_ends: list[list[int]] = [[engine] for _ in range(self._slots)]
+        self.tile_codes: list[list[list[int]]] = [[[]] for _ in range(self._slots)]
+        self.parent_ends: list[list[int]] = [[-1] for _ in range(self._slots)]
         self.markers = [False] * n
         self._available: list[list[int] | None] = [None] * n
         self._branched = False  # a chicken foot split a train this round
@@ -343,7 +346,7 @@ class MexicanTrain:
         if self._block and self.doubles:
             values = [self.doubles[0][_VALUE]]
         else:
-            values = [v for train in self.trains for v in train if v >= 0]
+            values = [v for ends in self.open_ends for v in ends if v >= 0]
         return not any(hand[v] for hand in self.hands for v in values)
 
     def _end_round(self, winner: int, reason: RoundEndReason, ev: list[Event] | None) -> None:
@@ -398,7 +401,7 @@ class MexicanTrain:
                     # MT-DBL-4: of this turn's doubles only the oldest may be covered.
                     mine = [d for d in doubles if d[_THIS_TURN]]
                     exclude = mine[1:]
-        trains = self.trains
+        open_ends = self.open_ends
         if self.own_train_only:
             slots: Iterable[int] = (seat,)
         else:
@@ -408,7 +411,7 @@ class MexicanTrain:
             slots = available
         targets = []
         for slot in slots:
-            for end, value in enumerate(trains[slot]):
+            for end, value in enumerate(open_ends[slot]):
                 if value >= 0:
                     targets.append((slot, end, value))
         if exclude:
@@ -459,10 +462,10 @@ class MexicanTrain:
             available = self._available[seat]
             if available is None:
                 available = self._available[seat] = self._available_slots(seat)
-            trains = self.trains
+            open_ends = self.open_ends
             rows = self._rows
             for slot in available:
-                value = trains[slot][0]
+                value = open_ends[slot][0]
                 bits = hand[value]
                 if bits:
                     tids = _TID[value]
@@ -635,7 +638,7 @@ class MexicanTrain:
             slot = self.players + train.number
         else:
             return _illegal("NO_SUCH_TRAIN", "MT-TR-3", f"there is no train {train}")
-        if not 0 <= train.end < len(self.trains[slot]) or self.trains[slot][train.end] < 0:
+        if not 0 <= train.end < len(self.open_ends[slot]) or self.open_ends[slot][train.end] < 0:
             return _illegal("NO_SUCH_TRAIN", "MT-DBL-7", f"train {train} has no open end there")
         if not self._holds(seat, tid):
             return _illegal("TILE_NOT_IN_HAND", "MT-TURN-1", f"{tile} is not in your hand")
@@ -683,7 +686,7 @@ class MexicanTrain:
             return _illegal(
                 "OLDEST_DOUBLE_FIRST", "MT-DBL-4", "cover this turn's doubles oldest first"
             )
-        value = self.trains[slot][train.end]
+        value = self.open_ends[slot][train.end]
         if value not in (tile.a, tile.b):
             return _illegal(
                 "TILE_DOES_NOT_MATCH", "MT-TR-5", f"{tile} does not match the open end {value}"
@@ -702,8 +705,8 @@ class MexicanTrain:
         slot = train.number if train.kind is _SEAT else n + train.number
         end = train.end
         a, b = tile
-        branch = self.trains[slot]
-        value = branch[end]
+        ends = self.open_ends[slot]
+        value = ends[end]
         other = b if a == value else a
         self._hand_lists[seat] = None
         hand = self.hands[seat]
@@ -724,15 +727,15 @@ class MexicanTrain:
                 break
         if answered is not None and self._answers_needed > 1:
             # MT-DBL-7: each answer to a chicken-foot double starts a branch.
-            placed_end = len(branch)
-            branch.append(other)
+            placed_end = len(ends)
+            ends.append(other)
             self._branched = True
-            self.train_tiles[slot].append([value << 5 | other])
-            self.branch_parent[slot].append(end)
+            self.tile_codes[slot].append([value << 5 | other])
+            self.parent_ends[slot].append(end)
         else:
             placed_end = end
-            branch[end] = other
-            self.train_tiles[slot][end].append(value << 5 | other)
+            ends[end] = other
+            self.tile_codes[slot][end].append(value << 5 | other)
         if ev is not None:
             ev.append(TilePlayed(seat, tile, train))
         if answered is not None:
@@ -742,7 +745,7 @@ class MexicanTrain:
                 if answered is self.last_double:
                     self.last_double = None
                 if self._answers_needed > 1:
-                    branch[end] = -1  # the trunk ends at the chicken foot
+                    ends[end] = -1  # the trunk ends at the chicken foot
                 if ev is not None:
                     ev.append(DoubleSatisfied(train, value))
         if slot == seat and self.markers[seat]:
@@ -833,9 +836,9 @@ class MexicanTrain:
             # loads a state usually never asks.
             on_table = [0] * self._full
             on_table[self.engine_value] = 1
-            for train in self.train_tiles:
-                for branch in train:
-                    for code in branch:
+            for train in self.tile_codes:
+                for codes in train:
+                    for code in codes:
                         x, y = code >> 5, code & 31
                         on_table[x] += 1
                         if x != y:
@@ -887,7 +890,7 @@ class MexicanTrain:
         """Branch ``end`` of train ``slot``, oriented ``touching-open`` (API.md)."""
         # TILES[x << 5 | y] is Tile(x, y); map keeps the loop in C (views list
         # every tile on the table, for every request).
-        return list(map(TILES.__getitem__, self.train_tiles[slot][end]))
+        return list(map(TILES.__getitem__, self.tile_codes[slot][end]))
 
     def open_doubles(self) -> list[tuple[TrainRef, int, int]]:
         """Every unsatisfied double that is not dead, oldest first: (train, value, answers)."""
@@ -949,16 +952,16 @@ class MexicanTrain:
         }
 
     def _trains_saved(self) -> list[list[list[Any]]]:
-        """Each train as ``[[parent end, open value, tile codes], ...]``, a branch each
+        """Each train as ``[[parent end, open end, tile codes], ...]``, a branch each
         (the codes copied: see :meth:`to_dict`)."""
         out: list[list[list[Any]]] = []
-        for parents, values, tiles in zip(
-            self.branch_parent, self.trains, self.train_tiles, strict=True
+        for parents, ends, codes in zip(
+            self.parent_ends, self.open_ends, self.tile_codes, strict=True
         ):
-            if len(values) == 1:  # no chicken foot (most trains): no inner loop
-                out.append([[parents[0], values[0], tiles[0][:]]])
+            if len(ends) == 1:  # no chicken foot (most trains): no inner loop
+                out.append([[parents[0], ends[0], codes[0][:]]])
             else:
-                out.append([[p, v, t[:]] for p, v, t in zip(parents, values, tiles, strict=True)])
+                out.append([[p, e, c[:]] for p, e, c in zip(parents, ends, codes, strict=True)])
         return out
 
     def to_bytes(self) -> bytes:
@@ -1002,21 +1005,21 @@ class MexicanTrain:
                 if all(map(_CANONICAL.__getitem__, tids)) and tids == sorted(set(tids)):
                     self._hand_lists[seat] = list(tids)
             self.boneyard = list(data["boneyard"])
-            self.branch_parent, self.trains, self.train_tiles = [], [], []
+            self.parent_ends, self.open_ends, self.tile_codes = [], [], []
             for train in data["trains"]:
                 if len(train) == 1:  # no chicken foot: one branch (most trains)
-                    ((parent, value, tiles),) = train
-                    self.branch_parent.append([parent])
-                    self.trains.append([value])
-                    self.train_tiles.append([list(tiles)])
+                    ((parent, open_end, codes),) = train
+                    self.parent_ends.append([parent])
+                    self.open_ends.append([open_end])
+                    self.tile_codes.append([list(codes)])
                 else:
-                    self.branch_parent.append([br[0] for br in train])
-                    self.trains.append([br[1] for br in train])
-                    self.train_tiles.append([list(br[2]) for br in train])
+                    self.parent_ends.append([br[0] for br in train])
+                    self.open_ends.append([br[1] for br in train])
+                    self.tile_codes.append([list(br[2]) for br in train])
             self._on_table = None
             self.markers = list(data["markers"])
             self._available = [None] * n
-            self._branched = any(len(train) > 1 for train in self.trains)
+            self._branched = any(len(train) > 1 for train in self.open_ends)
             self.doubles = [list(d) for d in data["doubles"]]
             self.first_turn_pending = list(data["first_turn_pending"])
             (
@@ -1033,7 +1036,7 @@ class MexicanTrain:
             ) = data["turn"]
             self.last_double = None if last < 0 else self.doubles[last]
             shape = (len(self.hands), len(self.markers), len(self.first_turn_pending))
-            if shape != (n, n, n) or len(self.trains) != self._slots:
+            if shape != (n, n, n) or len(self.open_ends) != self._slots:
                 raise CorruptStateError("the seats or trains do not match the player count")
             if not 0 <= self.current_seat < n or not 1 <= self.round <= self.rounds_total:
                 raise CorruptStateError("the seat to move or the round is out of range")
