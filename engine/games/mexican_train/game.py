@@ -14,7 +14,8 @@ unless a chicken foot split it, MT-DBL-7), numbered by *end*; three lists
 indexed ``[slot][end]`` describe them: ``open_ends`` (the number a tile must
 match there, ``-1`` once closed), ``parent_ends`` (the end a branch grows
 from, ``-1`` for the trunk) and ``tile_codes`` (the tiles laid, in play
-order, each ``touching << 5 | open``).
+order, each ``touching << 5 | open``). An unsatisfied double is an
+:class:`OpenDouble`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import functools
 import hashlib
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, Final, cast
 
 from engine.errors import (
@@ -74,8 +76,18 @@ _DRAW: Final = MoveKind.DRAW
 _PASS: Final = MoveKind.PASS
 _SEAT: Final = TrainKind.SEAT
 
-# Fields of an open double entry (a small list, mutated in place).
-_SLOT, _END, _VALUE, _ANSWERS, _THIS_TURN = range(5)
+
+@dataclass(slots=True, eq=False)
+class OpenDouble:
+    """A double on the table still owed its answers (MT-DBL-1), changed in place
+    as they come. Compared by identity: the game's list holds each once."""
+
+    slot: int  # the train it is on
+    end: int  # the branch of that train
+    value: int  # its number: what an answer must match
+    answers: int = 0  # tiles played on it so far (MT-DBL-7 wants three)
+    played_this_turn: bool = False  # MT-DBL-3: it blocks from the end of this turn
+
 
 # Per tile id ``a << 5 | b`` (any orientation): the hand-mask updates
 # ``(a, 1 << b, b, 1 << a)``, the pips, and whether it is canonical (a <= b).
@@ -227,7 +239,7 @@ class MexicanTrain:
         # included. None after a load until a dead double needs it.
         self._on_table: list[int] | None = [0] * self._full
         self._on_table[engine] = 1
-        self.doubles: list[list[int]] = []
+        self.doubles: list[OpenDouble] = []  # oldest first
         self.first_turn_pending = [True] * n
         if ev is not None:
             ev.append(RoundStarted(rnd, TILES[engine_id], self.starter))
@@ -305,7 +317,7 @@ class MexicanTrain:
         self.doubles_this_turn = 0
         self.played_this_turn = 0
         self.penalties = 0  # MT-KNOCK-1
-        self.last_double: list[int] | None = None  # MT-DBL-2 cover_own target
+        self.last_double: OpenDouble | None = None  # MT-DBL-2 cover_own target
         # MT-FT-1/2: a chain first turn is on the own train only; an open
         # blocking double at its start wins, and that is the whole turn.
         chain = self._chain_rule and self.first_turn_pending[seat]
@@ -333,7 +345,7 @@ class MexicanTrain:
                     ev.append(TileDrawn(seat, TILES[tid], "penalty"))
         self.first_turn_pending[seat] = False
         for double in self.doubles:
-            double[_THIS_TURN] = 0  # MT-DBL-3: blocks from the end of this turn
+            double.played_this_turn = False  # MT-DBL-3: blocks from the end of this turn
         if not self.boneyard and self._is_blocked():
             self._end_round(-1, RoundEndReason.BLOCKED, ev)
             return
@@ -344,7 +356,7 @@ class MexicanTrain:
         every marker on and every first turn over; a blocking double stays the
         only target."""
         if self._block and self.doubles:
-            values = [self.doubles[0][_VALUE]]
+            values = [self.doubles[0].value]
         else:
             values = [v for ends in self.open_ends for v in ends if v >= 0]
         return not any(hand[v] for hand in self.hands for v in values)
@@ -385,21 +397,21 @@ class MexicanTrain:
         """Where the seat to move may place a tile now: ``(slot, end, value)``."""
         seat = self.current_seat
         doubles = self.doubles
-        exclude: list[list[int]] = []
+        exclude: list[OpenDouble] = []
         if doubles:
             first = doubles[0]
-            if self._block and not first[_THIS_TURN]:
+            if self._block and not first.played_this_turn:
                 # MT-DBL-3/4: the oldest blocking double is the only target,
                 # whichever train it is on, marker or not.
-                return [(first[_SLOT], first[_END], first[_VALUE])]
+                return [(first.slot, first.end, first.value)]
             if self.owes:
                 last = self.last_double
                 if self._cover_own and last is not None:
                     # MT-DBL-2 cover_own (a dead double frees it, MT-DBL-5).
-                    return [(last[_SLOT], last[_END], last[_VALUE])]
+                    return [(last.slot, last.end, last.value)]
                 if self._block:
                     # MT-DBL-4: of this turn's doubles only the oldest may be covered.
-                    mine = [d for d in doubles if d[_THIS_TURN]]
+                    mine = [d for d in doubles if d.played_this_turn]
                     exclude = mine[1:]
         open_ends = self.open_ends
         if self.own_train_only:
@@ -415,7 +427,7 @@ class MexicanTrain:
                 if value >= 0:
                     targets.append((slot, end, value))
         if exclude:
-            shut = {(d[_SLOT], d[_END]) for d in exclude}
+            shut = {(d.slot, d.end) for d in exclude}
             targets = [t for t in targets if (t[0], t[1]) not in shut]
         return targets
 
@@ -651,10 +663,10 @@ class MexicanTrain:
             return _illegal("ONE_DOUBLE_PER_TURN", "MT-DBL-4", "one double per turn")
         place = (slot, train.end)
         doubles = self.doubles
-        if doubles and self._block and not doubles[0][_THIS_TURN]:
+        if doubles and self._block and not doubles[0].played_this_turn:
             first = doubles[0]
-            if place != (first[_SLOT], first[_END]):
-                if any(place == (d[_SLOT], d[_END]) for d in doubles):
+            if place != (first.slot, first.end):
+                if any(place == (d.slot, d.end) for d in doubles):
                     return _illegal(
                         "OLDEST_DOUBLE_FIRST",
                         "MT-DBL-4",
@@ -663,12 +675,12 @@ class MexicanTrain:
                 return _illegal(
                     "MUST_COVER_DOUBLE",
                     "MT-DBL-3",
-                    f"the open double {first[_VALUE]}-{first[_VALUE]} on {self._ref(first)} "
+                    f"the open double {first.value}-{first.value} on {self._ref(first)} "
                     "must be covered first",
                 )
         elif self.owes and self._cover_own and self.last_double is not None:
             last = self.last_double
-            if place != (last[_SLOT], last[_END]):
+            if place != (last.slot, last.end):
                 return _illegal(
                     "MUST_COVER_OWN_DOUBLE",
                     "MT-DBL-2",
@@ -682,7 +694,7 @@ class MexicanTrain:
             return _illegal(
                 "TRAIN_NOT_AVAILABLE", "MT-TR-3", f"seat {slot}'s train carries no marker"
             )
-        elif any(place == (d[_SLOT], d[_END]) for d in doubles[1:] if d[_THIS_TURN]):
+        elif any(place == (d.slot, d.end) for d in doubles[1:] if d.played_this_turn):
             return _illegal(
                 "OLDEST_DOUBLE_FIRST", "MT-DBL-4", "cover this turn's doubles oldest first"
             )
@@ -693,8 +705,8 @@ class MexicanTrain:
             )
         return _illegal("ILLEGAL_MOVE", "MT-TURN-1", f"{move} is not legal now")
 
-    def _ref(self, double: list[int]) -> TrainRef:
-        return _ref(self.players, double[_SLOT], double[_END])
+    def _ref(self, double: OpenDouble) -> TrainRef:
+        return _ref(self.players, double.slot, double.end)
 
     def _play(self, move: Move, ev: list[Event] | None) -> None:
         tile, train = move.tile, move.train
@@ -722,7 +734,7 @@ class MexicanTrain:
         doubles = self.doubles
         answered = None
         for double in doubles:
-            if double[_SLOT] == slot and double[_END] == end:
+            if double.slot == slot and double.end == end:
                 answered = double
                 break
         if answered is not None and self._answers_needed > 1:
@@ -739,8 +751,8 @@ class MexicanTrain:
         if ev is not None:
             ev.append(TilePlayed(seat, tile, train))
         if answered is not None:
-            answered[_ANSWERS] += 1
-            if answered[_ANSWERS] >= self._answers_needed:
+            answered.answers += 1
+            if answered.answers >= self._answers_needed:
                 doubles.remove(answered)
                 if answered is self.last_double:
                     self.last_double = None
@@ -754,7 +766,7 @@ class MexicanTrain:
             if ev is not None:
                 ev.append(MarkerRemoved(seat))
         if a == b:
-            double = [slot, placed_end, a, 0, 1]
+            double = OpenDouble(slot, placed_end, a, 0, True)
             doubles.append(double)
             self.last_double = double
         if doubles:
@@ -781,7 +793,7 @@ class MexicanTrain:
         """MT-DBL-5: a double whose number is all on the table is satisfied for good."""
         full = self._full
         for double in list(self.doubles):
-            value = double[_VALUE]
+            value = double.value
             if (value in (a, b)) and self.on_table[value] == full:
                 self.doubles.remove(double)
                 if double is self.last_double:
@@ -894,7 +906,7 @@ class MexicanTrain:
 
     def open_doubles(self) -> list[tuple[TrainRef, int, int]]:
         """Every unsatisfied double that is not dead, oldest first: (train, value, answers)."""
-        return [(self._ref(d), d[_VALUE], d[_ANSWERS]) for d in self.doubles]
+        return [(self._ref(d), d.value, d.answers) for d in self.doubles]
 
     def train_ref(self, slot: int, end: int = 0) -> TrainRef:
         return _ref(self.players, slot, end)
@@ -931,7 +943,9 @@ class MexicanTrain:
             "boneyard": self.boneyard[:],
             "trains": self._trains_saved(),
             "markers": self.markers[:],
-            "doubles": list(map(copy, self.doubles)),
+            "doubles": [
+                [d.slot, d.end, d.value, d.answers, int(d.played_this_turn)] for d in self.doubles
+            ],
             "first_turn_pending": self.first_turn_pending[:],
             "turn": [
                 self.current_seat,
@@ -1020,7 +1034,10 @@ class MexicanTrain:
             self.markers = list(data["markers"])
             self._available = [None] * n
             self._branched = any(len(train) > 1 for train in self.open_ends)
-            self.doubles = [list(d) for d in data["doubles"]]
+            self.doubles = [
+                OpenDouble(slot, end, value, answers, bool(this_turn))
+                for slot, end, value, answers, this_turn in data["doubles"]
+            ]
             self.first_turn_pending = list(data["first_turn_pending"])
             (
                 self.current_seat,
