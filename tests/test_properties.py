@@ -422,7 +422,7 @@ def _hide_and_reshuffle(game: MexicanTrain, seat: int, rnd: random.Random) -> Me
     """The same public position and the same hand for ``seat``, but every other
     hidden tile (other hands, the boneyard and its order) dealt differently."""
     data = json.loads(game.to_bytes())
-    forced = data["turn"][3]
+    forced = data["turn"]["forced"]
     others = [s for s in range(game.players) if s != seat]
     pool = [t for s in others for t in data["hands"][s] if t != forced] + data["boneyard"]
     rnd.shuffle(pool)

@@ -25,7 +25,7 @@ import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Any, Final, TypedDict, cast
 
 from engine.errors import (
     CorruptStateError,
@@ -66,8 +66,11 @@ from engine.shuffle import shuffle
 from engine.tiles import TILES, Tile, canonical_ids
 from engine.view import GameView
 
-#: Version of :meth:`MexicanTrain.to_bytes`'s format.
-STATE_FORMAT: Final = 1
+#: Version of :meth:`MexicanTrain.to_bytes`'s format. 2: the turn and the open
+#: doubles as named fields (:class:`SavedTurn`, :class:`SavedDouble`); 1 wrote
+#: them as positional lists (:data:`_TURN_FIELDS_1`, :class:`OpenDouble`'s field
+#: order) and is still read.
+STATE_FORMAT: Final = 2
 
 
 # Enum members are looked up once: a class attribute access costs ~150 ns.
@@ -88,6 +91,49 @@ class OpenDouble:
     answers: int = 0  # tiles played on it so far (MT-DBL-7 wants three)
     played_this_turn: bool = False  # MT-DBL-3: it blocks from the end of this turn
 
+
+class SavedDouble(TypedDict):
+    """An :class:`OpenDouble` in the saved state (format 2)."""
+
+    slot: int
+    end: int
+    value: int
+    answers: int
+    played_this_turn: bool
+
+
+class SavedTurn(TypedDict):
+    """The turn in progress in the saved state (format 2): the
+    :class:`MexicanTrain` attributes of the same names (``seat`` is
+    ``current_seat``; ``last_double`` the index of
+    :attr:`MexicanTrain.last_double` in ``doubles``, ``-1`` for none)."""
+
+    seat: int
+    owes: bool
+    drew: bool
+    forced: int
+    doubles_this_turn: int
+    played_this_turn: int
+    penalties: int
+    last_double: int
+    own_train_only: bool
+    chain_open: bool
+
+
+#: Format 1's ``turn``: these fields, in this order, as a list (written out:
+#: reordering :class:`SavedTurn` must not change how old states read).
+_TURN_FIELDS_1: Final = (
+    "seat",
+    "owes",
+    "drew",
+    "forced",
+    "doubles_this_turn",
+    "played_this_turn",
+    "penalties",
+    "last_double",
+    "own_train_only",
+    "chain_open",
+)
 
 # Per tile id ``a << 5 | b`` (any orientation): the hand-mask updates
 # ``(a, 1 << b, b, 1 << a)``, the pips, and whether it is canonical (a <= b).
@@ -922,14 +968,38 @@ class MexicanTrain:
 
         A value of its own: callers edit it (the determinizer, scenario tests)
         and nothing they do reaches this game. The game's lists hold ints and
-        bools only, so a shallow copy of each is enough; it is on every move's
-        path (the service saves the state), so the copies are made in C loops.
+        bools only, so a shallow copy of each is enough, and each open double
+        is written as a new :class:`SavedDouble`; it is on every move's path
+        (the service saves the state), so the copies are made in C loops.
         """
         hand_lists = self._hand_lists
         if None in hand_lists:
             for seat in range(self.players):
                 self._hand_list(seat)  # lists the hands that changed since the last save
         copy = list.copy  # list(map(copy, ...)) copies in a C loop
+        doubles: list[SavedDouble] = [
+            {
+                "slot": d.slot,
+                "end": d.end,
+                "value": d.value,
+                "answers": d.answers,
+                "played_this_turn": d.played_this_turn,
+            }
+            for d in self.doubles
+        ]
+        last = self.last_double
+        turn: SavedTurn = {
+            "seat": self.current_seat,
+            "owes": self.owes,
+            "drew": self.drew,
+            "forced": self.forced,
+            "doubles_this_turn": self.doubles_this_turn,
+            "played_this_turn": self.played_this_turn,
+            "penalties": self.penalties,
+            "last_double": -1 if last is None else self.doubles.index(last),
+            "own_train_only": self.own_train_only,
+            "chain_open": self.chain_open,
+        }
         return {
             "format": STATE_FORMAT,
             "game": self.name,
@@ -943,22 +1013,9 @@ class MexicanTrain:
             "boneyard": self.boneyard[:],
             "trains": self._trains_saved(),
             "markers": self.markers[:],
-            "doubles": [
-                [d.slot, d.end, d.value, d.answers, int(d.played_this_turn)] for d in self.doubles
-            ],
+            "doubles": doubles,
             "first_turn_pending": self.first_turn_pending[:],
-            "turn": [
-                self.current_seat,
-                self.owes,
-                self.drew,
-                self.forced,
-                self.doubles_this_turn,
-                self.played_this_turn,
-                self.penalties,
-                -1 if self.last_double is None else self.doubles.index(self.last_double),
-                self.own_train_only,
-                self.chain_open,
-            ],
+            "turn": turn,
             "round_scores": list(map(copy, self.round_scores)),
             "over": self.over,
             "winners": list(self.winners),
@@ -984,10 +1041,17 @@ class MexicanTrain:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MexicanTrain:
-        """Rebuild a state from :meth:`to_dict`'s output, without replaying it."""
+        """Rebuild a state from :meth:`to_dict`'s output, without replaying it.
+
+        Format 1 states (written before format 2) load too: games stored by
+        an older service go on after an upgrade, and are saved as format 2.
+        """
         try:
-            if data["format"] != STATE_FORMAT or data["game"] != cls.name:
-                raise CorruptStateError(f"state format {data['format']!r} is not {STATE_FORMAT}")
+            state_format = data["format"]
+            if state_format not in (STATE_FORMAT, 1) or data["game"] != cls.name:
+                raise CorruptStateError(
+                    f"state format {state_format!r} is not {STATE_FORMAT} (nor 1, still read)"
+                )
             self = cls.__new__(cls)
             # Not sorted: states are written in one key order, and another
             # order only costs a second cache entry.
@@ -1034,24 +1098,32 @@ class MexicanTrain:
             self.markers = list(data["markers"])
             self._available = [None] * n
             self._branched = any(len(train) > 1 for train in self.open_ends)
-            self.doubles = [
-                OpenDouble(slot, end, value, answers, bool(this_turn))
-                for slot, end, value, answers, this_turn in data["doubles"]
-            ]
+            if state_format == STATE_FORMAT:
+                turn = data["turn"]
+                self.doubles = [
+                    OpenDouble(
+                        d["slot"], d["end"], d["value"], d["answers"], bool(d["played_this_turn"])
+                    )
+                    for d in data["doubles"]
+                ]
+            else:  # format 1: the turn and each double a positional list
+                turn = dict(zip(_TURN_FIELDS_1, data["turn"], strict=True))
+                self.doubles = [
+                    OpenDouble(slot, end, value, answers, bool(this_turn))
+                    for slot, end, value, answers, this_turn in data["doubles"]
+                ]
             self.first_turn_pending = list(data["first_turn_pending"])
-            (
-                self.current_seat,
-                self.owes,
-                self.drew,
-                self.forced,
-                self.doubles_this_turn,
-                self.played_this_turn,
-                self.penalties,
-                last,
-                self.own_train_only,
-                self.chain_open,
-            ) = data["turn"]
+            self.current_seat = turn["seat"]
+            self.owes = turn["owes"]
+            self.drew = turn["drew"]
+            self.forced = turn["forced"]
+            self.doubles_this_turn = turn["doubles_this_turn"]
+            self.played_this_turn = turn["played_this_turn"]
+            self.penalties = turn["penalties"]
+            last = turn["last_double"]
             self.last_double = None if last < 0 else self.doubles[last]
+            self.own_train_only = turn["own_train_only"]
+            self.chain_open = turn["chain_open"]
             shape = (len(self.hands), len(self.markers), len(self.first_turn_pending))
             if shape != (n, n, n) or len(self.open_ends) != self._slots:
                 raise CorruptStateError("the seats or trains do not match the player count")
