@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from engine import MexicanTrain, Move, Ruleset, preset
+from engine.games.mexican_train.game import SavedDouble, SavedTurn
 from engine.tiles import Tile
 
 
@@ -49,7 +50,7 @@ def position(
     data["boneyard"] = ids(boneyard)[::-1]
     slots = game.slot_count
     data["trains"] = [[[-1, engine, []]] for _ in range(slots)]
-    doubles = []
+    doubles: list[SavedDouble] = []
     for name, text in (trains or {}).items():
         slot = _slot(name, players)
         open_end = engine
@@ -64,7 +65,9 @@ def position(
             open_end = other
         data["trains"][slot] = [[-1, open_end, codes]]
         if last_double:
-            doubles.append([slot, 0, open_end, 0, 0])
+            doubles.append(
+                {"slot": slot, "end": 0, "value": open_end, "answers": 0, "played_this_turn": False}
+            )
     data["doubles"] = doubles
     marked = set(markers)
     data["markers"] = [s in marked for s in range(players)]
@@ -74,7 +77,19 @@ def position(
         and not first_turns_done
         and not (doubles and rules.open_doubles_block)
     )
-    data["turn"] = [seat, False, False, -1, 0, 0, 0, -1, chain, chain]
+    turn: SavedTurn = {
+        "seat": seat,
+        "owes": False,
+        "drew": False,
+        "forced": -1,
+        "doubles_this_turn": 0,
+        "played_this_turn": 0,
+        "penalties": 0,
+        "last_double": -1,
+        "own_train_only": chain,
+        "chain_open": chain,
+    }
+    data["turn"] = turn
     if round_scores is not None:
         data["round_scores"] = [list(r) for r in round_scores]
     data["version"] = 0

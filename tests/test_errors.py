@@ -393,7 +393,15 @@ CORRUPT: dict[str, Callable[[], bytes]] = {
     "future-format": lambda: _with("format", 99),
     "history-does-not-match-version": lambda: _with("version", 7),
     "tile-outside-the-set-in-a-hand": lambda: _with("hands", [[13 << 5 | 13], [], [], []]),
-    "turn-record-too-short": lambda: _with("turn", [0]),
+    "turn-missing-a-field": lambda: _with(
+        "turn", {k: v for k, v in _state()["turn"].items() if k != "forced"}
+    ),
+    "turn-a-list-in-format-2": lambda: _with("turn", list(_state()["turn"].values())),
+    "format-1-turn-too-short": lambda: json.dumps({**_state(), "format": 1, "turn": [0]}).encode(),
+    "double-missing-a-field": lambda: _with("doubles", [{"slot": 0, "end": 0, "value": 5}]),
+    "format-1-double-too-short": lambda: json.dumps(
+        {**_state(), "format": 1, "turn": list(_state()["turn"].values()), "doubles": [[0, 0]]}
+    ).encode(),
     "players-not-a-number": lambda: _with("players", "four"),
     "missing-trains": lambda: json.dumps(
         {k: v for k, v in _state().items() if k != "trains"}

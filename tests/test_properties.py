@@ -221,7 +221,7 @@ def check_tiles_conserved(game: MexicanTrain) -> None:
     seen.update(_norm(t.a, t.b) for t in game.boneyard_tiles())
     seen[_norm(game.engine.a, game.engine.b)] += 1
     for slot in range(game.slot_count):
-        ends = game.trains[slot]
+        ends = game.open_ends[slot]
         assert ends, f"train {slot} has no branch"
         for end, open_end in enumerate(ends):
             tiles = game.train_tiles_of(slot, end)
@@ -229,7 +229,7 @@ def check_tiles_conserved(game: MexicanTrain) -> None:
             if end == 0:
                 start = game.engine.a
             else:
-                parent = game.branch_parent[slot][end]
+                parent = game.parent_ends[slot][end]
                 parent_tiles = game.train_tiles_of(slot, parent)
                 assert parent_tiles, f"branch {slot}.{end} grows from an empty branch"
                 start = parent_tiles[-1].b
@@ -290,7 +290,7 @@ def check_plays_from_hand(game: MexicanTrain) -> None:
         assert (tile.a, tile.b) in hand, f"{move}: {tile} is not in seat {seat}'s hand"
         slot = _slot(game, move)
         assert 0 <= slot < game.slot_count, f"{move}: no such train"
-        ends = game.trains[slot]
+        ends = game.open_ends[slot]
         assert 0 <= train.end < len(ends), f"{move}: no such end"
         value = ends[train.end]
         assert value >= 0, f"{move}: the branch is closed"
@@ -323,7 +323,7 @@ def expected_turn_start_plays(game: MexicanTrain) -> set[tuple[Pair, engine.Trai
         places = [
             (game.train_ref(slot, end), value)
             for slot in slots
-            for end, value in enumerate(game.trains[slot])
+            for end, value in enumerate(game.open_ends[slot])
             if value >= 0
         ]
     return {(tile, ref) for ref, value in places for tile in hand if value in tile}
@@ -364,7 +364,7 @@ def _public_block_state(game: MexicanTrain) -> tuple[list[list[Pair]], list[list
     doubles = game.open_doubles()
     return (
         [_hand(game, s) for s in range(game.players)],
-        [list(ends) for ends in game.trains],
+        [list(ends) for ends in game.open_ends],
         doubles[0][1] if doubles else None,
     )
 
@@ -422,7 +422,7 @@ def _hide_and_reshuffle(game: MexicanTrain, seat: int, rnd: random.Random) -> Me
     """The same public position and the same hand for ``seat``, but every other
     hidden tile (other hands, the boneyard and its order) dealt differently."""
     data = json.loads(game.to_bytes())
-    forced = data["turn"][3]
+    forced = data["turn"]["forced"]
     others = [s for s in range(game.players) if s != seat]
     pool = [t for s in others for t in data["hands"][s] if t != forced] + data["boneyard"]
     rnd.shuffle(pool)

@@ -711,7 +711,7 @@ def chicken_foot_answered() -> MexicanTrain:
     assert legal(g) == ["3-7@m0", "5-9@p0"]
     assert typed(play(g, "5-9@p0")) == typed([TilePlayed(0, t("5-9"), P0), TurnStarted(1)])
     assert g.open_doubles() == [(P0, 5, 1)]
-    assert g.trains[0] == [5, 9]
+    assert g.open_ends[0] == [5, 9]
     # One answer is not enough: the double still blocks, its branch too.
     assert legal(g) == ["5-6@p0"]
     illegal(g, "9-10@p0.1", "MUST_COVER_DOUBLE", "MT-DBL-3")
@@ -729,7 +729,7 @@ def test_mt_dbl_7_chicken_foot_double_needs_three_answers() -> None:
     g = chicken_foot_answered()
     assert g.open_doubles() == []
     # The trunk ends at the double; the three answers start branches 1, 2, 3.
-    assert g.trains[0] == [-1, 9, 6, 7]
+    assert g.open_ends[0] == [-1, 9, 6, 7]
     assert g.train_tiles_of(0, 0) == [Tile(12, 5), Tile(5, 5)]
     assert g.train_tiles_of(0, 1) == [Tile(5, 9)]
     assert g.train_tiles_of(0, 2) == [Tile(5, 6)]
@@ -745,7 +745,7 @@ def test_mt_dbl_7_branches_are_addressed_by_end_and_the_trunk_is_closed() -> Non
     assert typed(play(g, "6-8@p0.2")) == typed(
         [TilePlayed(0, t("6-8"), TrainRef.seat(0, 2)), TurnStarted(1)]
     )
-    assert g.trains[0] == [-1, 9, 8, 7]
+    assert g.open_ends[0] == [-1, 9, 8, 7]
     view = build_view(g)
     assert view.trains[0].open_ends == (9, 8, 7)
     assert view.trains[0].branches == (
@@ -770,7 +770,7 @@ def test_mt_dbl_7_double_on_a_branch_grows_a_new_foot() -> None:
     assert legal(g) == ["6-10@p0.2"]
     play(g, "6-10@p0.2", "6-11@p0.2")
     assert g.open_doubles() == [(TrainRef.seat(0, 2), 6, 2)]
-    assert g.trains[0] == [-1, 9, 6, 7, 10, 11]
+    assert g.open_ends[0] == [-1, 9, 6, 7, 10, 11]
     assert typed(play(g, "6-8@p0.2")) == typed(
         [
             TilePlayed(2, t("6-8"), TrainRef.seat(0, 2)),
@@ -845,7 +845,7 @@ def test_mt_end_1_last_tile_ends_the_round_and_scores() -> None:
     assert [g.hand_count(s) for s in range(4)] == [15, 15, 15, 15]
     assert g.markers == [False, False, False, False]
     assert g.open_doubles() == []
-    assert g.trains == [[11]] * 5
+    assert g.open_ends == [[11]] * 5
 
 
 # ---------------------------------------------------------------- MT-END-2

@@ -545,7 +545,7 @@ def test_mt_rnd_2_next_round_is_reshuffled_and_dealt_the_same_hand_size() -> Non
     assert game.boneyard_tiles() == order[60:]
     assert [game.hand_count(s) for s in range(4)] == [15, 15, 15, 15]
     # a fresh table: empty trains open on 11, no marker, no double, first turns due
-    assert game.trains == [[11]] * 5
+    assert game.open_ends == [[11]] * 5
     assert [game.train_tiles_of(slot) for slot in range(5)] == [[]] * 5
     assert game.markers == [False] * 4
     assert game.open_doubles() == []
@@ -556,7 +556,7 @@ def test_mt_rnd_2_next_round_is_reshuffled_and_dealt_the_same_hand_size() -> Non
 def test_mt_eng_1_set_aside_engine_is_not_dealt() -> None:
     game = engine.new_game("standard", 4, "aside")
     assert game.engine == Tile(12, 12)
-    assert game.trains == [[12]] * 5
+    assert game.open_ends == [[12]] * 5
     held = [x for s in range(4) for x in game.hand(s)] + game.boneyard_tiles()
     assert Tile(12, 12) not in held
     assert sorted(held) == [x for x in full_set(12) if x != Tile(12, 12)]
@@ -643,7 +643,7 @@ def test_mt_eng_1_holder_plays_holder_places_engine_and_starts() -> None:
         assert [game.hand_count(s) for s in range(4)] == [15, 15, 14, 15]
         assert Tile(12, 12) not in game.hand(2)
         assert len(game.boneyard_tiles()) == 31
-        assert game.trains == [[12]] * 5
+        assert game.open_ends == [[12]] * 5
 
 
 def test_mt_eng_1_holder_plays_search_draws_until_the_engine_appears() -> None:
@@ -755,7 +755,7 @@ def test_mt_tr_2_several_mexican_trains() -> None:
         TilePlayed(0, t("3-12"), TrainRef.mexican(1)),
         TurnStarted(1),
     ]
-    assert game.trains == [[12], [12], [12], [12], [12], [3]]
+    assert game.open_ends == [[12], [12], [12], [12], [12], [3]]
     assert len(engine.build_view(game, None).trains) == 6
     assert illegal(game, "1-2@m2").reason == "NO_SUCH_TRAIN"
 
@@ -853,11 +853,11 @@ def test_mt_tr_5_tile_is_stored_with_its_matching_number_facing_the_train() -> N
     game = position(hands=["5-12 3-5 1-1", "12-3 0-1", "2-2", "3-3"], boneyard="4-4 6-6")
     play(game, "5-12@p0")
     assert game.train_tiles_of(0) == [Tile(12, 5)]  # touching 12, open 5
-    assert game.trains[0] == [5]
+    assert game.open_ends[0] == [5]
     play(game, "3-12@p1", "draw", "draw")  # seats 2 and 3 cannot play
     play(game, "3-5@p0")
     assert game.train_tiles_of(0) == [Tile(12, 5), Tile(5, 3)]
-    assert game.trains[0] == [3]
+    assert game.open_ends[0] == [3]
     view = engine.build_view(game, 1)
     assert view.trains[0].tiles == (Tile(12, 5), Tile(5, 3))
     assert view.trains[0].open_ends == (3,)

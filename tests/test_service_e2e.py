@@ -18,6 +18,7 @@ balancer would. What is checked:
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import random
 import re
@@ -26,6 +27,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -45,6 +47,7 @@ from service.app import GameApp, Seats
 from service.grpc_server import create_grpc_server
 from service.http_server import create_http_app
 from service.settings import Settings
+from service.store import GameRecord
 from service.store.redis import RedisStore
 from tests.service_helpers import bearer, people, run
 
@@ -1304,5 +1307,47 @@ def test_create_game_with_request_id_is_idempotent(redis_url: str) -> None:
             other = answers[0]["game"]["gameId"]
             log = (await a.rest.log(other)).ok()["events"]
             assert sum(1 for e in log if _kind(e) == "roundStarted") == 1
+
+    run(go())
+
+
+def test_a_game_stored_in_state_format_1_plays_on_after_an_upgrade(redis_url: str) -> None:
+    """A game an older service left in Redis, its state in the engine's format 1
+    (bytes git 9ad9fff wrote: tests/fixtures/mexican_train_format_1.json), is
+    served and played on over both transports, and saved again in format 2:
+    each move's stored state is the one the engine reaches from the same bytes."""
+    fixture = Path(__file__).parent / "fixtures" / "mexican_train_format_1.json"
+    states = json.loads(fixture.read_text())["states"]
+    state = next(e for e in states if "two open doubles" in e["shows"])["state"].encode()
+    local = engine.load(state)
+    tokens = [f"format-1-seat-{s}" for s in range(local.players)]
+    seats = Seats(
+        tuple(f"P{s}" for s in range(local.players)),
+        (0,) * local.players,
+        tuple(hashlib.sha256(t.encode()).hexdigest() for t in tokens),
+    )
+    game_id = "f0f0f0f0f0f0f0f0f001"  # 20 hex digits, as the service names games
+    rng = random.Random(game_id)
+
+    async def go() -> None:
+        async with instance(redis_url) as one:
+            record = GameRecord(game_id, local.version, state, seats.to_bytes())
+            assert await one.store.create(record, [], None, None) is None
+            clients: list[Client] = [one.grpc, one.rest]
+            for i in range(12):
+                client, token = clients[i % 2], tokens[local.current_seat]
+                assert _version((await client.get(game_id, token)).ok()) == local.version
+                offered = (await client.legal(game_id, token)).ok()["moves"]
+                assert len(offered) == len(local.legal_moves())
+                k = rng.randrange(len(offered))
+                answer = (await client.apply(game_id, token, offered[k]["move"])).ok()
+                local.apply(local.legal_moves()[k])
+                assert _version(answer["game"]) == local.version
+                stored = await one.store.load(game_id)
+                assert stored is not None
+                assert stored.version == local.version
+                saved = json.loads(stored.state)
+                assert saved["format"] == 2
+                assert saved == local.to_dict()
 
     run(go())

@@ -245,7 +245,7 @@ def playout_move(game: MexicanTrain, legal: Sequence[Move], any_train: bool) -> 
     announcing the last-but-one tile (MT-KNOCK-1)."""
     seat = game.current_seat
     players = game.players
-    trains = game.trains
+    open_ends = game.open_ends
     markers = game.markers
     shared_ends: list[int] = []
     values: list[int] = []
@@ -258,10 +258,10 @@ def playout_move(game: MexicanTrain, legal: Sequence[Move], any_train: bool) -> 
             continue
         doubles = doubles or tile.a == tile.b
         values.append(
-            trains[train.number if train.kind is _SEAT else players + train.number][train.end]
+            open_ends[train.number if train.kind is _SEAT else players + train.number][train.end]
         )
     if doubles:
-        for slot, ends in enumerate(trains):
+        for slot, ends in enumerate(open_ends):
             if slot >= players or (markers[slot] and slot != seat):
                 shared_ends.extend(v for v in ends if v >= 0)
     scores = play_scores(
@@ -269,7 +269,7 @@ def playout_move(game: MexicanTrain, legal: Sequence[Move], any_train: bool) -> 
         seat,
         legal,
         values,
-        [v for v in trains[seat] if v >= 0],
+        [v for v in open_ends[seat] if v >= 0],
         markers[seat],
         shared_ends,
         any_train,

@@ -13,13 +13,13 @@ since the view has no move log to say what the trains offered at the time.
 A determinization is built in the serialized form of
 :meth:`MexicanTrain.to_dict` and loaded with :meth:`MexicanTrain.from_dict`,
 so this module reads no engine internals. It relies on the keys of state
-format ``STATE_FORMAT`` (1): ``hands`` (tile ids per seat), ``boneyard``
-(tile ids, drawn from the end), ``trains`` (per slot, per branch ``[parent,
-open value, codes]`` with a code ``touching << 5 | open``), ``markers``,
-``doubles`` (``[slot, end, value, answers, played this turn]``, oldest
-first), ``first_turn_pending``, ``turn`` (the ten fields of the turn in
-progress), ``round_scores``, ``over``, ``winners``, ``history`` and
-``version``.
+format ``STATE_FORMAT`` (2): ``hands`` (tile ids per seat), ``boneyard``
+(tile ids, drawn from the end), ``trains`` (per slot, per branch ``[parent
+end, open end, codes]`` with a code ``touching << 5 | open``), ``markers``,
+``doubles`` (each a :class:`~engine.games.mexican_train.game.SavedDouble`,
+oldest first), ``first_turn_pending``, ``turn`` (the turn in progress, a
+:class:`~engine.games.mexican_train.game.SavedTurn`), ``round_scores``,
+``over``, ``winners``, ``history`` and ``version``.
 
 The view does not say which open doubles were played this turn, nor how many
 doubles the turn has played (MT-DBL-2/3/4 read them), nor other seats'
@@ -40,14 +40,14 @@ import random
 from collections.abc import Sequence
 from typing import Any, Final
 
-from engine.games.mexican_train.game import STATE_FORMAT, MexicanTrain
+from engine.games.mexican_train.game import STATE_FORMAT, MexicanTrain, SavedDouble, SavedTurn
 from engine.games.mexican_train.rules import FirstTurn, Ruleset
 from engine.moves import END_TURN, Move, MoveKind, TrainKind, TrainRef
 from engine.tiles import canonical_ids
 from engine.view import GameView
 
 #: The state format this module writes; a new format must be read here too.
-FORMAT: Final = 1
+FORMAT: Final = 2
 
 
 class NoDeterminizationError(ValueError):
@@ -115,8 +115,15 @@ class Determinizer:
             )
         self._counts = counts
         self._mine = sorted(mine)
-        doubles = [
-            [_slot(d.train, players), d.train.end, d.value, d.answers, 0] for d in view.open_doubles
+        doubles: list[SavedDouble] = [
+            {
+                "slot": _slot(d.train, players),
+                "end": d.train.end,
+                "value": d.value,
+                "answers": d.answers,
+                "played_this_turn": False,
+            }
+            for d in view.open_doubles
         ]
         first = [not view.trains[s].tiles and not view.players[s].marker for s in range(players)]
         first[seat] = view.turn.first_turn
@@ -143,15 +150,15 @@ class Determinizer:
     # ------------------------------------------------------------ turn
 
     def _infer_turn(
-        self, view: GameView, legal: Sequence[Move], doubles: list[list[int]]
-    ) -> tuple[list[Any], list[list[int]]]:
+        self, view: GameView, legal: Sequence[Move], doubles: list[SavedDouble]
+    ) -> tuple[SavedTurn, list[SavedDouble]]:
         """The first reading of the turn in progress whose legal moves are ``legal``."""
         want = set(legal)
         probe = random.Random(0)
         for turn, marked in _turn_readings(view, legal, len(doubles)):
-            trial = [list(d) for d in doubles]
+            trial = [d.copy() for d in doubles]
             for d in trial[len(trial) - marked :] if marked else ():
-                d[4] = 1  # MT-DBL-3: played this turn, not blocking yet
+                d["played_this_turn"] = True  # MT-DBL-3: played this turn, not blocking yet
             self._turn, self._doubles = turn, trial
             if set(self.position(probe).legal_moves()) == want:
                 return turn, trial
@@ -190,11 +197,12 @@ def _slot(ref: TrainRef, players: int) -> int:
 
 def _turn_readings(
     view: GameView, legal: Sequence[Move], open_doubles: int
-) -> list[tuple[list[Any], int]]:
+) -> list[tuple[SavedTurn, int]]:
     """Candidate ``turn`` fields with how many of the newest open doubles were
     played this turn, most likely first."""
     assert view.turn is not None
     seat = view.current_seat
+    assert seat is not None  # Determinizer checked it
     owes = view.turn.owes_tile
     drew = view.turn.drew_this_turn
     plays = [m for m in legal if m.kind is MoveKind.PLAY]
@@ -223,7 +231,7 @@ def _turn_readings(
         marks = [*range(1, open_doubles + 1), 0]
     else:
         marks = list(range(open_doubles + 1))
-    readings: list[tuple[list[Any], int]] = []
+    readings: list[tuple[SavedTurn, int]] = []
     for marked in marks:
         doubles_played = [max(marked, 1 if owes else 0)]
         if one_double and played and doubles_played[0] == 0:
@@ -235,17 +243,17 @@ def _turn_readings(
         for dp in doubles_played:
             for last in lasts:
                 for chain in chains:
-                    turn = [
-                        seat,
-                        owes,
-                        drew,
-                        forced,
-                        dp,
-                        played,
-                        0,
-                        last,
-                        chain,
-                        chain and not drew,
-                    ]
+                    turn: SavedTurn = {
+                        "seat": seat,
+                        "owes": owes,
+                        "drew": drew,
+                        "forced": forced,
+                        "doubles_this_turn": dp,
+                        "played_this_turn": played,
+                        "penalties": 0,
+                        "last_double": last,
+                        "own_train_only": chain,
+                        "chain_open": chain and not drew,
+                    }
                     readings.append((turn, marked))
     return readings

@@ -10,8 +10,12 @@ one bit mask per pip value (``hand[v]`` has bit ``x`` set when the tile
 ``v-x`` is held), so the tiles that fit an open end ``v`` are ``hand[v]``.
 Trains are numbered by *slot*: seat ``i``'s train is slot ``i``, Mexican
 train ``k`` is slot ``players + k``. A train is a list of branches (one,
-unless a chicken foot split it, MT-DBL-7), each with an open end value, or
-``-1`` once closed.
+unless a chicken foot split it, MT-DBL-7), numbered by *end*; three lists
+indexed ``[slot][end]`` describe them: ``open_ends`` (the number a tile must
+match there, ``-1`` once closed), ``parent_ends`` (the end a branch grows
+from, ``-1`` for the trunk) and ``tile_codes`` (the tiles laid, in play
+order, each ``touching << 5 | open``). An unsatisfied double is an
+:class:`OpenDouble`.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ import functools
 import hashlib
 import json
 from collections.abc import Iterable
-from typing import Any, Final, cast
+from dataclasses import dataclass
+from typing import Any, Final, TypedDict, cast
 
 from engine.errors import (
     CorruptStateError,
@@ -61,8 +66,11 @@ from engine.shuffle import shuffle
 from engine.tiles import TILES, Tile, canonical_ids
 from engine.view import GameView
 
-#: Version of :meth:`MexicanTrain.to_bytes`'s format.
-STATE_FORMAT: Final = 1
+#: Version of :meth:`MexicanTrain.to_bytes`'s format. 2: the turn and the open
+#: doubles as named fields (:class:`SavedTurn`, :class:`SavedDouble`); 1 wrote
+#: them as positional lists (:data:`_TURN_FIELDS_1`, :class:`OpenDouble`'s field
+#: order) and is still read.
+STATE_FORMAT: Final = 2
 
 
 # Enum members are looked up once: a class attribute access costs ~150 ns.
@@ -71,8 +79,61 @@ _DRAW: Final = MoveKind.DRAW
 _PASS: Final = MoveKind.PASS
 _SEAT: Final = TrainKind.SEAT
 
-# Fields of an open double entry (a small list, mutated in place).
-_SLOT, _END, _VALUE, _ANSWERS, _THIS_TURN = range(5)
+
+@dataclass(slots=True, eq=False)
+class OpenDouble:
+    """A double on the table still owed its answers (MT-DBL-1), changed in place
+    as they come. Compared by identity: the game's list holds each once."""
+
+    slot: int  # the train it is on
+    end: int  # the branch of that train
+    value: int  # its number: what an answer must match
+    answers: int = 0  # tiles played on it so far (MT-DBL-7 wants three)
+    played_this_turn: bool = False  # MT-DBL-3: it blocks from the end of this turn
+
+
+class SavedDouble(TypedDict):
+    """An :class:`OpenDouble` in the saved state (format 2)."""
+
+    slot: int
+    end: int
+    value: int
+    answers: int
+    played_this_turn: bool
+
+
+class SavedTurn(TypedDict):
+    """The turn in progress in the saved state (format 2): the
+    :class:`MexicanTrain` attributes of the same names (``seat`` is
+    ``current_seat``; ``last_double`` the index of
+    :attr:`MexicanTrain.last_double` in ``doubles``, ``-1`` for none)."""
+
+    seat: int
+    owes: bool
+    drew: bool
+    forced: int
+    doubles_this_turn: int
+    played_this_turn: int
+    penalties: int
+    last_double: int
+    own_train_only: bool
+    chain_open: bool
+
+
+#: Format 1's ``turn``: these fields, in this order, as a list (written out:
+#: reordering :class:`SavedTurn` must not change how old states read).
+_TURN_FIELDS_1: Final = (
+    "seat",
+    "owes",
+    "drew",
+    "forced",
+    "doubles_this_turn",
+    "played_this_turn",
+    "penalties",
+    "last_double",
+    "own_train_only",
+    "chain_open",
+)
 
 # Per tile id ``a << 5 | b`` (any orientation): the hand-mask updates
 # ``(a, 1 << b, b, 1 << a)``, the pips, and whether it is canonical (a <= b).
@@ -214,9 +275,9 @@ class MexicanTrain:
         self.boneyard = order[n * h :][::-1]
         if not self._set_aside:
             self.starter = self._find_engine_holder(rnd, engine_id, ev)
-        self.trains: list[list[int]] = [[engine] for _ in range(self._slots)]
-        self.train_tiles: list[list[list[int]]] = [[[]] for _ in range(self._slots)]
-        self.branch_parent: list[list[int]] = [[-1] for _ in range(self._slots)]
+        self.open_ends: list[list[int]] = [[engine] for _ in range(self._slots)]
+        self.tile_codes: list[list[list[int]]] = [[[]] for _ in range(self._slots)]
+        self.parent_ends: list[list[int]] = [[-1] for _ in range(self._slots)]
         self.markers = [False] * n
         self._available: list[list[int] | None] = [None] * n
         self._branched = False  # a chicken foot split a train this round
@@ -224,7 +285,7 @@ class MexicanTrain:
         # included. None after a load until a dead double needs it.
         self._on_table: list[int] | None = [0] * self._full
         self._on_table[engine] = 1
-        self.doubles: list[list[int]] = []
+        self.doubles: list[OpenDouble] = []  # oldest first
         self.first_turn_pending = [True] * n
         if ev is not None:
             ev.append(RoundStarted(rnd, TILES[engine_id], self.starter))
@@ -302,7 +363,7 @@ class MexicanTrain:
         self.doubles_this_turn = 0
         self.played_this_turn = 0
         self.penalties = 0  # MT-KNOCK-1
-        self.last_double: list[int] | None = None  # MT-DBL-2 cover_own target
+        self.last_double: OpenDouble | None = None  # MT-DBL-2 cover_own target
         # MT-FT-1/2: a chain first turn is on the own train only; an open
         # blocking double at its start wins, and that is the whole turn.
         chain = self._chain_rule and self.first_turn_pending[seat]
@@ -330,7 +391,7 @@ class MexicanTrain:
                     ev.append(TileDrawn(seat, TILES[tid], "penalty"))
         self.first_turn_pending[seat] = False
         for double in self.doubles:
-            double[_THIS_TURN] = 0  # MT-DBL-3: blocks from the end of this turn
+            double.played_this_turn = False  # MT-DBL-3: blocks from the end of this turn
         if not self.boneyard and self._is_blocked():
             self._end_round(-1, RoundEndReason.BLOCKED, ev)
             return
@@ -341,9 +402,9 @@ class MexicanTrain:
         every marker on and every first turn over; a blocking double stays the
         only target."""
         if self._block and self.doubles:
-            values = [self.doubles[0][_VALUE]]
+            values = [self.doubles[0].value]
         else:
-            values = [v for train in self.trains for v in train if v >= 0]
+            values = [v for ends in self.open_ends for v in ends if v >= 0]
         return not any(hand[v] for hand in self.hands for v in values)
 
     def _end_round(self, winner: int, reason: RoundEndReason, ev: list[Event] | None) -> None:
@@ -382,23 +443,23 @@ class MexicanTrain:
         """Where the seat to move may place a tile now: ``(slot, end, value)``."""
         seat = self.current_seat
         doubles = self.doubles
-        exclude: list[list[int]] = []
+        exclude: list[OpenDouble] = []
         if doubles:
             first = doubles[0]
-            if self._block and not first[_THIS_TURN]:
+            if self._block and not first.played_this_turn:
                 # MT-DBL-3/4: the oldest blocking double is the only target,
                 # whichever train it is on, marker or not.
-                return [(first[_SLOT], first[_END], first[_VALUE])]
+                return [(first.slot, first.end, first.value)]
             if self.owes:
                 last = self.last_double
                 if self._cover_own and last is not None:
                     # MT-DBL-2 cover_own (a dead double frees it, MT-DBL-5).
-                    return [(last[_SLOT], last[_END], last[_VALUE])]
+                    return [(last.slot, last.end, last.value)]
                 if self._block:
                     # MT-DBL-4: of this turn's doubles only the oldest may be covered.
-                    mine = [d for d in doubles if d[_THIS_TURN]]
+                    mine = [d for d in doubles if d.played_this_turn]
                     exclude = mine[1:]
-        trains = self.trains
+        open_ends = self.open_ends
         if self.own_train_only:
             slots: Iterable[int] = (seat,)
         else:
@@ -408,11 +469,11 @@ class MexicanTrain:
             slots = available
         targets = []
         for slot in slots:
-            for end, value in enumerate(trains[slot]):
+            for end, value in enumerate(open_ends[slot]):
                 if value >= 0:
                     targets.append((slot, end, value))
         if exclude:
-            shut = {(d[_SLOT], d[_END]) for d in exclude}
+            shut = {(d.slot, d.end) for d in exclude}
             targets = [t for t in targets if (t[0], t[1]) not in shut]
         return targets
 
@@ -459,10 +520,10 @@ class MexicanTrain:
             available = self._available[seat]
             if available is None:
                 available = self._available[seat] = self._available_slots(seat)
-            trains = self.trains
+            open_ends = self.open_ends
             rows = self._rows
             for slot in available:
-                value = trains[slot][0]
+                value = open_ends[slot][0]
                 bits = hand[value]
                 if bits:
                     tids = _TID[value]
@@ -635,7 +696,7 @@ class MexicanTrain:
             slot = self.players + train.number
         else:
             return _illegal("NO_SUCH_TRAIN", "MT-TR-3", f"there is no train {train}")
-        if not 0 <= train.end < len(self.trains[slot]) or self.trains[slot][train.end] < 0:
+        if not 0 <= train.end < len(self.open_ends[slot]) or self.open_ends[slot][train.end] < 0:
             return _illegal("NO_SUCH_TRAIN", "MT-DBL-7", f"train {train} has no open end there")
         if not self._holds(seat, tid):
             return _illegal("TILE_NOT_IN_HAND", "MT-TURN-1", f"{tile} is not in your hand")
@@ -648,10 +709,10 @@ class MexicanTrain:
             return _illegal("ONE_DOUBLE_PER_TURN", "MT-DBL-4", "one double per turn")
         place = (slot, train.end)
         doubles = self.doubles
-        if doubles and self._block and not doubles[0][_THIS_TURN]:
+        if doubles and self._block and not doubles[0].played_this_turn:
             first = doubles[0]
-            if place != (first[_SLOT], first[_END]):
-                if any(place == (d[_SLOT], d[_END]) for d in doubles):
+            if place != (first.slot, first.end):
+                if any(place == (d.slot, d.end) for d in doubles):
                     return _illegal(
                         "OLDEST_DOUBLE_FIRST",
                         "MT-DBL-4",
@@ -660,12 +721,12 @@ class MexicanTrain:
                 return _illegal(
                     "MUST_COVER_DOUBLE",
                     "MT-DBL-3",
-                    f"the open double {first[_VALUE]}-{first[_VALUE]} on {self._ref(first)} "
+                    f"the open double {first.value}-{first.value} on {self._ref(first)} "
                     "must be covered first",
                 )
         elif self.owes and self._cover_own and self.last_double is not None:
             last = self.last_double
-            if place != (last[_SLOT], last[_END]):
+            if place != (last.slot, last.end):
                 return _illegal(
                     "MUST_COVER_OWN_DOUBLE",
                     "MT-DBL-2",
@@ -679,19 +740,19 @@ class MexicanTrain:
             return _illegal(
                 "TRAIN_NOT_AVAILABLE", "MT-TR-3", f"seat {slot}'s train carries no marker"
             )
-        elif any(place == (d[_SLOT], d[_END]) for d in doubles[1:] if d[_THIS_TURN]):
+        elif any(place == (d.slot, d.end) for d in doubles[1:] if d.played_this_turn):
             return _illegal(
                 "OLDEST_DOUBLE_FIRST", "MT-DBL-4", "cover this turn's doubles oldest first"
             )
-        value = self.trains[slot][train.end]
+        value = self.open_ends[slot][train.end]
         if value not in (tile.a, tile.b):
             return _illegal(
                 "TILE_DOES_NOT_MATCH", "MT-TR-5", f"{tile} does not match the open end {value}"
             )
         return _illegal("ILLEGAL_MOVE", "MT-TURN-1", f"{move} is not legal now")
 
-    def _ref(self, double: list[int]) -> TrainRef:
-        return _ref(self.players, double[_SLOT], double[_END])
+    def _ref(self, double: OpenDouble) -> TrainRef:
+        return _ref(self.players, double.slot, double.end)
 
     def _play(self, move: Move, ev: list[Event] | None) -> None:
         tile, train = move.tile, move.train
@@ -702,8 +763,8 @@ class MexicanTrain:
         slot = train.number if train.kind is _SEAT else n + train.number
         end = train.end
         a, b = tile
-        branch = self.trains[slot]
-        value = branch[end]
+        ends = self.open_ends[slot]
+        value = ends[end]
         other = b if a == value else a
         self._hand_lists[seat] = None
         hand = self.hands[seat]
@@ -719,30 +780,30 @@ class MexicanTrain:
         doubles = self.doubles
         answered = None
         for double in doubles:
-            if double[_SLOT] == slot and double[_END] == end:
+            if double.slot == slot and double.end == end:
                 answered = double
                 break
         if answered is not None and self._answers_needed > 1:
             # MT-DBL-7: each answer to a chicken-foot double starts a branch.
-            placed_end = len(branch)
-            branch.append(other)
+            placed_end = len(ends)
+            ends.append(other)
             self._branched = True
-            self.train_tiles[slot].append([value << 5 | other])
-            self.branch_parent[slot].append(end)
+            self.tile_codes[slot].append([value << 5 | other])
+            self.parent_ends[slot].append(end)
         else:
             placed_end = end
-            branch[end] = other
-            self.train_tiles[slot][end].append(value << 5 | other)
+            ends[end] = other
+            self.tile_codes[slot][end].append(value << 5 | other)
         if ev is not None:
             ev.append(TilePlayed(seat, tile, train))
         if answered is not None:
-            answered[_ANSWERS] += 1
-            if answered[_ANSWERS] >= self._answers_needed:
+            answered.answers += 1
+            if answered.answers >= self._answers_needed:
                 doubles.remove(answered)
                 if answered is self.last_double:
                     self.last_double = None
                 if self._answers_needed > 1:
-                    branch[end] = -1  # the trunk ends at the chicken foot
+                    ends[end] = -1  # the trunk ends at the chicken foot
                 if ev is not None:
                     ev.append(DoubleSatisfied(train, value))
         if slot == seat and self.markers[seat]:
@@ -751,7 +812,7 @@ class MexicanTrain:
             if ev is not None:
                 ev.append(MarkerRemoved(seat))
         if a == b:
-            double = [slot, placed_end, a, 0, 1]
+            double = OpenDouble(slot, placed_end, a, 0, True)
             doubles.append(double)
             self.last_double = double
         if doubles:
@@ -778,7 +839,7 @@ class MexicanTrain:
         """MT-DBL-5: a double whose number is all on the table is satisfied for good."""
         full = self._full
         for double in list(self.doubles):
-            value = double[_VALUE]
+            value = double.value
             if (value in (a, b)) and self.on_table[value] == full:
                 self.doubles.remove(double)
                 if double is self.last_double:
@@ -833,9 +894,9 @@ class MexicanTrain:
             # loads a state usually never asks.
             on_table = [0] * self._full
             on_table[self.engine_value] = 1
-            for train in self.train_tiles:
-                for branch in train:
-                    for code in branch:
+            for train in self.tile_codes:
+                for codes in train:
+                    for code in codes:
                         x, y = code >> 5, code & 31
                         on_table[x] += 1
                         if x != y:
@@ -887,11 +948,11 @@ class MexicanTrain:
         """Branch ``end`` of train ``slot``, oriented ``touching-open`` (API.md)."""
         # TILES[x << 5 | y] is Tile(x, y); map keeps the loop in C (views list
         # every tile on the table, for every request).
-        return list(map(TILES.__getitem__, self.train_tiles[slot][end]))
+        return list(map(TILES.__getitem__, self.tile_codes[slot][end]))
 
     def open_doubles(self) -> list[tuple[TrainRef, int, int]]:
         """Every unsatisfied double that is not dead, oldest first: (train, value, answers)."""
-        return [(self._ref(d), d[_VALUE], d[_ANSWERS]) for d in self.doubles]
+        return [(self._ref(d), d.value, d.answers) for d in self.doubles]
 
     def train_ref(self, slot: int, end: int = 0) -> TrainRef:
         return _ref(self.players, slot, end)
@@ -907,14 +968,38 @@ class MexicanTrain:
 
         A value of its own: callers edit it (the determinizer, scenario tests)
         and nothing they do reaches this game. The game's lists hold ints and
-        bools only, so a shallow copy of each is enough; it is on every move's
-        path (the service saves the state), so the copies are made in C loops.
+        bools only, so a shallow copy of each is enough, and each open double
+        is written as a new :class:`SavedDouble`; it is on every move's path
+        (the service saves the state), so the copies are made in C loops.
         """
         hand_lists = self._hand_lists
         if None in hand_lists:
             for seat in range(self.players):
                 self._hand_list(seat)  # lists the hands that changed since the last save
         copy = list.copy  # list(map(copy, ...)) copies in a C loop
+        doubles: list[SavedDouble] = [
+            {
+                "slot": d.slot,
+                "end": d.end,
+                "value": d.value,
+                "answers": d.answers,
+                "played_this_turn": d.played_this_turn,
+            }
+            for d in self.doubles
+        ]
+        last = self.last_double
+        turn: SavedTurn = {
+            "seat": self.current_seat,
+            "owes": self.owes,
+            "drew": self.drew,
+            "forced": self.forced,
+            "doubles_this_turn": self.doubles_this_turn,
+            "played_this_turn": self.played_this_turn,
+            "penalties": self.penalties,
+            "last_double": -1 if last is None else self.doubles.index(last),
+            "own_train_only": self.own_train_only,
+            "chain_open": self.chain_open,
+        }
         return {
             "format": STATE_FORMAT,
             "game": self.name,
@@ -928,20 +1013,9 @@ class MexicanTrain:
             "boneyard": self.boneyard[:],
             "trains": self._trains_saved(),
             "markers": self.markers[:],
-            "doubles": list(map(copy, self.doubles)),
+            "doubles": doubles,
             "first_turn_pending": self.first_turn_pending[:],
-            "turn": [
-                self.current_seat,
-                self.owes,
-                self.drew,
-                self.forced,
-                self.doubles_this_turn,
-                self.played_this_turn,
-                self.penalties,
-                -1 if self.last_double is None else self.doubles.index(self.last_double),
-                self.own_train_only,
-                self.chain_open,
-            ],
+            "turn": turn,
             "round_scores": list(map(copy, self.round_scores)),
             "over": self.over,
             "winners": list(self.winners),
@@ -949,16 +1023,16 @@ class MexicanTrain:
         }
 
     def _trains_saved(self) -> list[list[list[Any]]]:
-        """Each train as ``[[parent end, open value, tile codes], ...]``, a branch each
+        """Each train as ``[[parent end, open end, tile codes], ...]``, a branch each
         (the codes copied: see :meth:`to_dict`)."""
         out: list[list[list[Any]]] = []
-        for parents, values, tiles in zip(
-            self.branch_parent, self.trains, self.train_tiles, strict=True
+        for parents, ends, codes in zip(
+            self.parent_ends, self.open_ends, self.tile_codes, strict=True
         ):
-            if len(values) == 1:  # no chicken foot (most trains): no inner loop
-                out.append([[parents[0], values[0], tiles[0][:]]])
+            if len(ends) == 1:  # no chicken foot (most trains): no inner loop
+                out.append([[parents[0], ends[0], codes[0][:]]])
             else:
-                out.append([[p, v, t[:]] for p, v, t in zip(parents, values, tiles, strict=True)])
+                out.append([[p, e, c[:]] for p, e, c in zip(parents, ends, codes, strict=True)])
         return out
 
     def to_bytes(self) -> bytes:
@@ -967,10 +1041,17 @@ class MexicanTrain:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MexicanTrain:
-        """Rebuild a state from :meth:`to_dict`'s output, without replaying it."""
+        """Rebuild a state from :meth:`to_dict`'s output, without replaying it.
+
+        Format 1 states (written before format 2) load too: games stored by
+        an older service go on after an upgrade, and are saved as format 2.
+        """
         try:
-            if data["format"] != STATE_FORMAT or data["game"] != cls.name:
-                raise CorruptStateError(f"state format {data['format']!r} is not {STATE_FORMAT}")
+            state_format = data["format"]
+            if state_format not in (STATE_FORMAT, 1) or data["game"] != cls.name:
+                raise CorruptStateError(
+                    f"state format {state_format!r} is not {STATE_FORMAT} (nor 1, still read)"
+                )
             self = cls.__new__(cls)
             # Not sorted: states are written in one key order, and another
             # order only costs a second cache entry.
@@ -1002,38 +1083,49 @@ class MexicanTrain:
                 if all(map(_CANONICAL.__getitem__, tids)) and tids == sorted(set(tids)):
                     self._hand_lists[seat] = list(tids)
             self.boneyard = list(data["boneyard"])
-            self.branch_parent, self.trains, self.train_tiles = [], [], []
+            self.parent_ends, self.open_ends, self.tile_codes = [], [], []
             for train in data["trains"]:
                 if len(train) == 1:  # no chicken foot: one branch (most trains)
-                    ((parent, value, tiles),) = train
-                    self.branch_parent.append([parent])
-                    self.trains.append([value])
-                    self.train_tiles.append([list(tiles)])
+                    ((parent, open_end, codes),) = train
+                    self.parent_ends.append([parent])
+                    self.open_ends.append([open_end])
+                    self.tile_codes.append([list(codes)])
                 else:
-                    self.branch_parent.append([br[0] for br in train])
-                    self.trains.append([br[1] for br in train])
-                    self.train_tiles.append([list(br[2]) for br in train])
+                    self.parent_ends.append([br[0] for br in train])
+                    self.open_ends.append([br[1] for br in train])
+                    self.tile_codes.append([list(br[2]) for br in train])
             self._on_table = None
             self.markers = list(data["markers"])
             self._available = [None] * n
-            self._branched = any(len(train) > 1 for train in self.trains)
-            self.doubles = [list(d) for d in data["doubles"]]
+            self._branched = any(len(train) > 1 for train in self.open_ends)
+            if state_format == STATE_FORMAT:
+                turn = data["turn"]
+                self.doubles = [
+                    OpenDouble(
+                        d["slot"], d["end"], d["value"], d["answers"], bool(d["played_this_turn"])
+                    )
+                    for d in data["doubles"]
+                ]
+            else:  # format 1: the turn and each double a positional list
+                turn = dict(zip(_TURN_FIELDS_1, data["turn"], strict=True))
+                self.doubles = [
+                    OpenDouble(slot, end, value, answers, bool(this_turn))
+                    for slot, end, value, answers, this_turn in data["doubles"]
+                ]
             self.first_turn_pending = list(data["first_turn_pending"])
-            (
-                self.current_seat,
-                self.owes,
-                self.drew,
-                self.forced,
-                self.doubles_this_turn,
-                self.played_this_turn,
-                self.penalties,
-                last,
-                self.own_train_only,
-                self.chain_open,
-            ) = data["turn"]
+            self.current_seat = turn["seat"]
+            self.owes = turn["owes"]
+            self.drew = turn["drew"]
+            self.forced = turn["forced"]
+            self.doubles_this_turn = turn["doubles_this_turn"]
+            self.played_this_turn = turn["played_this_turn"]
+            self.penalties = turn["penalties"]
+            last = turn["last_double"]
             self.last_double = None if last < 0 else self.doubles[last]
+            self.own_train_only = turn["own_train_only"]
+            self.chain_open = turn["chain_open"]
             shape = (len(self.hands), len(self.markers), len(self.first_turn_pending))
-            if shape != (n, n, n) or len(self.trains) != self._slots:
+            if shape != (n, n, n) or len(self.open_ends) != self._slots:
                 raise CorruptStateError("the seats or trains do not match the player count")
             if not 0 <= self.current_seat < n or not 1 <= self.round <= self.rounds_total:
                 raise CorruptStateError("the seat to move or the round is out of range")

@@ -25,21 +25,21 @@ def mexican_train_view(game: MexicanTrain, seat: int | None = None) -> GameView:
     )
     trains = []
     tile_of = TILES.__getitem__
-    codes = game.train_tiles
+    codes = game.tile_codes
     for slot in range(game.slot_count):
-        values = game.trains[slot]
+        ends = game.open_ends[slot]
         branches: tuple[BranchView, ...] = ()
-        if len(values) == 1:  # no chicken foot (most trains): the quick way
+        if len(ends) == 1:  # no chicken foot (most trains): the quick way
             trains.append(
                 TrainView(
                     game.train_ref(slot),
                     tuple(map(tile_of, codes[slot][0])),  # a C loop, tile by tile
-                    (values[0],) if values[0] >= 0 else (),
+                    (ends[0],) if ends[0] >= 0 else (),
                     slot < game.players and game.markers[slot],
                 )
             )
             continue
-        if len(values) > 1:
+        if len(ends) > 1:
             branches = tuple(
                 BranchView(
                     end,
@@ -48,14 +48,14 @@ def mexican_train_view(game: MexicanTrain, seat: int | None = None) -> GameView:
                     None if value < 0 else value,
                 )
                 for end, (parent, value) in enumerate(
-                    zip(game.branch_parent[slot], values, strict=True)
+                    zip(game.parent_ends[slot], ends, strict=True)
                 )
             )
         trains.append(
             TrainView(
                 game.train_ref(slot),
                 tuple(game.train_tiles_of(slot, 0)),
-                tuple(v for v in values if v >= 0),
+                tuple(v for v in ends if v >= 0),
                 slot < game.players and game.markers[slot],
                 branches,
             )
