@@ -133,7 +133,9 @@ def test_long_bot_play_leaves_the_event_loop_free() -> None:
                 late.append(time.perf_counter() - begun - 0.005)
 
         ticking = asyncio.create_task(tick())
+        began = time.perf_counter()
         after, turns = await bots.play(game, [pb.BOT_LEVEL_GREEDY] * 2)
+        elapsed = time.perf_counter() - began
         ticking.cancel()
         assert bots._pool is not None, "played in a worker"
         bots.close()
@@ -141,8 +143,11 @@ def test_long_bot_play_leaves_the_event_loop_free() -> None:
         assert len(turns.moves) > 300
         assert turns.cpu > 0.05
         assert after == engine.replay(rules, 2, "long", after.history)
-        # Generous for a loaded 2-core machine: held for whole seconds before.
-        assert max(late) < 0.25
+        # Held on the loop, the play delayed one tick by all of its time; in
+        # a worker a tick is late by a scheduling hiccup at most, which a
+        # loaded 2-core machine stretches (0.31 s seen): a bound relative to
+        # the play's own length, measured in the same run.
+        assert max(late) < max(0.25, elapsed / 3), (max(late), elapsed)
 
     asyncio.run(go())
 
