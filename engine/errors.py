@@ -41,6 +41,9 @@ ILLEGAL_REASONS: Final[dict[str, str]] = {
     "CANNOT_PASS": "passing is only for a player who cannot play or draw (MT-DR-2)",
     "CANNOT_END_TURN": "ending the turn is only for a chain first turn (MT-FT-1)",
     "MUST_PAY_DOUBLE": "a chain cannot end while a tile is owed for a double (MT-FT-3)",
+    "MUST_OPEN_WITH": "the hand's first tile is the one the opening rule names (CL-START-1)",
+    "EXPOSED_NUMBER": "a two-way matador names the number it leaves open, no other play does "
+    "(CL-MAT-1)",
 }
 
 

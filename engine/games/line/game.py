@@ -1,0 +1,1025 @@
+"""The line games (RULES.md 3.1-3.3): one state for Block, Draw, All Fives,
+Bergen and Matador, teams included.
+
+A :class:`LineGame` holds a whole game: hands are dealt one after another
+from the seed (API.md's shuffle, label ``round:<h>:deal``) until a player or
+a team reaches the target score (CL-SC-2), so ``(rules, players, seed,
+moves)`` rebuilds it exactly. What differs between the games is read once,
+in ``_setup``, from :class:`~engine.games.line.rules.LineGameFacts` and the
+options: whether a blocked player draws, how a tile joins an end, what a
+placement scores.
+
+Inside, a tile is an id ``a << 5 | b`` (:mod:`engine.tiles`); a hand is one
+bit mask per pip value (``hand[v]`` has bit ``x`` set when the tile ``v-x``
+is held), so the tiles that carry an end's number ``v`` are ``hand[v]``. The
+line is a list of oriented codes ``left << 5 | right``, left to right, and
+its two ends are plain ints (``-1`` before the opening).
+
+>>> from engine.games.line.rules import PRESETS
+>>> g = LineGame(PRESETS["block"], 2, "railyard")
+>>> g.round, g.current_seat, [str(m) for m in g.legal_moves()]
+(1, 1, ['5-5@l0'])
+>>> [type(e).__name__ for e in g.apply(g.legal_moves()[0])]
+['TilePlayed', 'TurnStarted']
+>>> g.open_ends, g.version
+((5, 5), 1)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from collections.abc import Sequence
+from typing import Any, Final
+
+from engine.errors import (
+    CorruptStateError,
+    GameOverError,
+    IllegalMoveError,
+    MalformedMoveError,
+    MoveError,
+    NotYourTurnError,
+    RailyardError,
+    RulesetError,
+)
+from engine.events import (
+    Event,
+    GameEnded,
+    Passed,
+    PointsReason,
+    PointsScored,
+    RoundEnded,
+    RoundEndReason,
+    RoundStarted,
+    TileDrawn,
+    TilePlayed,
+    TurnStarted,
+)
+from engine.games.line.rules import (
+    BlockedScoring,
+    InPlay,
+    LineRules,
+    Matching,
+    Opening,
+)
+from engine.mexican_train import GameStatus
+from engine.moves import DRAW, PASS, Move, MoveKind, TrainKind, TrainRef
+from engine.shuffle import shuffle
+from engine.tiles import TILES, Tile, canonical_ids
+from engine.view import GameView, LineView, PlayerView, TeamView, TurnView
+
+#: Version of :meth:`LineGame.to_dict`'s format.
+STATE_FORMAT: Final = 1
+
+_PLAY: Final = MoveKind.PLAY
+_DRAW: Final = MoveKind.DRAW
+_PASS: Final = MoveKind.PASS
+_LINE: Final = TrainKind.LINE
+
+#: The two ends of the line (CL-LINE-1): 0 left, 1 right.
+LEFT: Final = TrainRef(TrainKind.LINE, 0, 0)
+RIGHT: Final = TrainRef(TrainKind.LINE, 0, 1)
+_ENDS: Final = (LEFT, RIGHT)
+
+#: ``_TID[v][x]``: the id of the tile ``v-x``.
+_TID: Final = [[min(v, x) << 5 | max(v, x) for x in range(32)] for v in range(32)]
+
+#: Interned plays: ``_PLAYS[end][tid]`` (no exposed number).
+_PLAYS: Final = [[Move(MoveKind.PLAY, tile, ref) for tile in TILES] for ref in _ENDS]
+
+#: CL-MAT-1: the matadors, in every set.
+MATADORS: Final = (0 << 5 | 0, 1 << 5 | 6, 2 << 5 | 5, 3 << 5 | 4)
+_IS_MATADOR: Final = [t in MATADORS for t in range(1024)]
+#: The two-way matadors' moves: ``_MATADOR_PLAYS[end][tid]`` lists one per
+#: number it can leave open (``1-6@l0:1``, ``1-6@l0:6``).
+_MATADOR_PLAYS: Final = [
+    {
+        t: (
+            Move(MoveKind.PLAY, TILES[t], ref, False, t >> 5),
+            Move(MoveKind.PLAY, TILES[t], ref, False, t & 31),
+        )
+        for t in MATADORS[1:]
+    }
+    for ref in _ENDS
+]
+
+
+def _touch(v: int, set_max: int) -> int:
+    """CL-MAT-1: the number that joins an end showing ``v`` (adds up to 7), or
+    ``-1`` where only a matador joins (an end of 0, or above 7)."""
+    t = 7 - v
+    return t if 1 <= v <= 7 and t <= set_max else -1
+
+
+def round_to_five(points: int) -> int:
+    """CL-A5-1: to the nearest multiple of 5 (12 -> 10, 13 -> 15).
+
+    >>> [round_to_five(x) for x in (0, 2, 3, 12, 13, 15)]
+    [0, 0, 5, 10, 15, 15]
+    """
+    return (points + 2) // 5 * 5
+
+
+class LineGame:
+    """A game of one of the line games from its rules, a player count and a seed.
+
+    The protocol of :mod:`engine.game`: :meth:`legal_moves`, :meth:`apply`
+    (events) or :meth:`push` (none), :meth:`view`, :meth:`to_dict` /
+    :meth:`from_dict`. ``round`` counts hands.
+    """
+
+    def __init__(self, rules: LineRules, players: int, seed: str) -> None:
+        if not isinstance(rules, LineRules):
+            raise RulesetError(
+                f"a line game is played from LineRules, not {type(rules).__name__}",
+                rule="CL-SET-1",
+            )
+        if not isinstance(seed, str):
+            raise RailyardError(f"the seed is text, not {type(seed).__name__}", rule="MT-FAIR-1")
+        self._rules = rules.resolve(players)
+        self._players = players
+        self._seed = seed
+        self._setup()
+        self.opening_events: list[Event] = []
+        self._deal(1, -1, self.opening_events)
+
+    # ------------------------------------------------------------------ setup
+
+    def _setup(self) -> None:
+        """The game's facts, and every option, read once."""
+        rules = self._rules
+        facts = rules.facts
+        n = self._players
+        self.name: str = facts.name
+        self.set_max = rules.set_max
+        self._full = rules.set_max + 1
+        self._canon = canonical_ids(rules.set_max)
+        self._hand_size = rules.hand_size
+        self._draws = facts.draws  # CL-DRAW-1, else CL-BLOCK-1
+        # CL-DRAW-1: a drawing game draws while the boneyard holds more than the
+        # reserve; a block game never draws (its boneyard sleeps, CL-DEAL-1).
+        self._reserve = rules.boneyard_reserve or 0
+        self._sevens = facts.matching is Matching.SEVENS  # CL-MAT-1
+        self._touch = [_touch(v, rules.set_max) for v in range(self._full)]
+        self._fives = facts.in_play is InPlay.FIVES  # CL-A5-1
+        self._headers = facts.in_play is InPlay.HEADERS  # CL-BERGEN-1
+        self._teams = bool(rules.teams)  # CL-TEAM-1
+        self._difference = rules.blocked_scoring is not BlockedScoring.OPPONENTS_TOTAL
+        self._seat0_any = rules.opening is Opening.SEAT0_ANY  # CL-START-1
+        assert rules.target_score is not None
+        self._target = rules.target_score
+        self._rules_saved = rules.to_dict()
+        self._legal: list[Move] | None = None
+        self.version = 0
+        self._history_text = ""
+        self._history_moves: list[Move] | None = []
+        self._history_tail: list[Move] = []
+        self.round_scores: list[list[int]] = [[] for _ in range(n)]
+        #: What each seat scored in the hand being played (CL-A5-1, CL-BERGEN-1).
+        self.hand_points = [0] * n
+        #: Each seat's total: its finished hands plus ``hand_points``.
+        self.scores = [0] * n
+        self.over = False
+        self.winners: tuple[int, ...] = ()
+        self.starter = 0
+
+    # ------------------------------------------------------------------ protocol facts
+
+    @property
+    def rules(self) -> LineRules:
+        return self._rules
+
+    @property
+    def players(self) -> int:
+        return self._players
+
+    @property
+    def seed(self) -> str:
+        return self._seed
+
+    @property
+    def seed_sha256(self) -> str:
+        """MT-FAIR-1: the commitment to the seed, public from the start."""
+        return hashlib.sha256(self._seed.encode()).hexdigest()
+
+    @property
+    def status(self) -> GameStatus:
+        return GameStatus.FINISHED if self.over else GameStatus.IN_PROGRESS
+
+    # ------------------------------------------------------------------ deal
+
+    def _deal(self, hand_no: int, opener: int, ev: list[Event] | None) -> None:
+        """CL-DEAL-1: shuffle and deal hand ``hand_no``; CL-START-1: ``opener``
+        (the previous hand's winner) opens with any tile, ``-1`` for the first
+        hand's rule."""
+        n = self._players
+        h = self._hand_size
+        order = list(self._canon)
+        shuffle(self._seed, f"round:{hand_no}:deal", order)  # in place
+        self.round = hand_no
+        self.hands: list[list[int]] = [[0] * self._full for _ in range(n)]
+        self.counts = [h] * n
+        self.pips = [0] * n
+        for seat in range(n):
+            hand = self.hands[seat]
+            pips = 0
+            for tid in order[seat * h : (seat + 1) * h]:
+                a, b = tid >> 5, tid & 31
+                hand[a] |= 1 << b
+                hand[b] |= 1 << a
+                pips += a + b
+            self.pips[seat] = pips
+        # API.md step 5: drawn from the front; kept reversed, so a draw is a pop.
+        self.boneyard: list[int] = order[n * h :][::-1]
+        self.line: list[int] = []
+        self.left = self.right = -1
+        self.first_turn_pending = [True] * n
+        self.opening_tile = -1  # CL-START-1: the tile that must open, or any
+        if self._seat0_any:
+            self.starter = 0
+        elif opener >= 0:
+            self.starter = opener
+        else:
+            self.starter, self.opening_tile = self._first_opener()
+        if ev is not None:
+            ev.append(RoundStarted(hand_no, None, self.starter))
+        self._start_turn(self.starter, ev)
+
+    def _first_opener(self) -> tuple[int, int]:
+        """CL-START-1 ``highest_double``: the holder of the highest double opens
+        with it; with no double dealt, the holder of the heaviest tile (highest
+        ``a + b``, then the highest number) with it."""
+        hands = self.hands
+        for v in range(self.set_max, -1, -1):
+            for seat, hand in enumerate(hands):
+                if hand[v] >> v & 1:
+                    return seat, v << 5 | v
+        best = (-1, -1, -1, -1)
+        for seat in range(self._players):
+            for tid in _hand_ids(hands[seat]):
+                a, b = tid >> 5, tid & 31
+                best = max(best, (a + b, b, seat, tid))
+        return best[2], best[3]
+
+    # ------------------------------------------------------------------ turns
+
+    def _start_turn(self, seat: int, ev: list[Event] | None) -> None:
+        self.current_seat = seat
+        self.drew = False  # API.md turn.drewThisTurn
+        if ev is not None:
+            ev.append(TurnStarted(seat))
+
+    def _next_turn(self, ev: list[Event] | None) -> None:
+        seat = self.current_seat
+        self.first_turn_pending[seat] = False
+        self._start_turn((seat + 1) % self._players, ev)  # CL-TURN-1: clockwise
+
+    def _can_draw(self) -> bool:
+        """CL-DRAW-1: a drawing game, and more than the reserve in the boneyard."""
+        return self._draws and len(self.boneyard) > self._reserve
+
+    def _anyone_fits(self) -> bool:
+        """Whether any hand holds a tile that joins either end (CL-END-1)."""
+        left, right = self.left, self.right
+        if not self._sevens:
+            return any(hand[left] | hand[right] for hand in self.hands)
+        tl, tr = self._touch[left], self._touch[right]
+        for hand in self.hands:
+            if (tl >= 0 and hand[tl]) or (tr >= 0 and hand[tr]):
+                return True
+            if hand[0] & 1 or hand[1] >> 6 & 1 or hand[2] >> 5 & 1 or hand[3] >> 4 & 1:
+                return True  # CL-MAT-1: a matador joins any end
+        return False
+
+    # ------------------------------------------------------------------ legal moves
+
+    def legal_moves(self) -> list[Move]:
+        """Every legal move of the seat to move, in a fixed order (empty once over).
+
+        The list is shared until the next move: do not change it.
+        """
+        moves = self._legal
+        if moves is None:
+            moves = self._legal = self._generate()
+        return moves
+
+    def _generate(self) -> list[Move]:
+        if self.over:
+            return []
+        hand = self.hands[self.current_seat]
+        left = self.left
+        if left < 0:
+            # CL-LINE-1 / CL-START-1: the opening, written @l0.
+            if self.opening_tile >= 0:
+                return [_PLAYS[0][self.opening_tile]]
+            row = _PLAYS[0]
+            return [row[t] for t in _hand_ids(hand)]
+        moves: list[Move] = []
+        if self._sevens:
+            self._generate_sevens(hand, moves)
+        else:
+            for end, value in ((0, left), (1, self.right)):
+                bits = hand[value]
+                if bits:
+                    tids = _TID[value]
+                    row = _PLAYS[end]
+                    while bits:
+                        low = bits & -bits
+                        bits ^= low
+                        moves.append(row[tids[low.bit_length() - 1]])
+        if not moves:
+            # CL-DRAW-1 / CL-BLOCK-1: draw while drawable, else pass.
+            moves.append(DRAW if self._draws and len(self.boneyard) > self._reserve else PASS)
+        return moves
+
+    def _generate_sevens(self, hand: list[int], moves: list[Move]) -> None:
+        """CL-MAT-1: by sums of 7, then the matadors (two-way ones twice)."""
+        is_matador = _IS_MATADOR
+        held = [t for t in MATADORS if hand[t >> 5] >> (t & 31) & 1]
+        for end, value in ((0, self.left), (1, self.right)):
+            touch = self._touch[value]
+            row = _PLAYS[end]
+            if touch >= 0:
+                bits = hand[touch]
+                tids = _TID[touch]
+                while bits:
+                    low = bits & -bits
+                    bits ^= low
+                    tid = tids[low.bit_length() - 1]
+                    if not is_matador[tid]:
+                        moves.append(row[tid])
+            for tid in held:
+                if tid == 0:
+                    moves.append(row[0])
+                else:
+                    moves.extend(_MATADOR_PLAYS[end][tid])
+
+    # ------------------------------------------------------------------ moves
+
+    def apply(self, move: Move, seat: int | None = None) -> list[Event]:
+        """Apply ``move`` for the seat to move (``seat``, when given, must be it)
+        and return the events it caused. Raises a :class:`MoveError` and changes
+        nothing when the move is not legal now."""
+        events: list[Event] = []
+        self._apply(move, seat, events)
+        return events
+
+    def push(self, move: Move, seat: int | None = None) -> None:
+        """:meth:`apply` without building events: for playouts and search."""
+        self._apply(move, seat, None)
+
+    def _apply(self, move: Move, seat: int | None, ev: list[Event] | None) -> None:
+        if self.over:
+            raise GameOverError(f"{_text(move)} is not legal: the game is over", rule="CL-SC-2")
+        if seat is not None and seat != self.current_seat:
+            raise NotYourTurnError(
+                f"{_text(move)} is not legal: it is seat {self.current_seat}'s turn, "
+                f"not seat {seat}'s",
+                rule="CL-TURN-1",
+            )
+        legal = self._legal
+        if legal is None:
+            legal = self._legal = self._generate()
+        if move not in legal:
+            move = self._normalize(move, legal)
+        kind = move.kind
+        if kind is _PLAY:
+            self._play(move, ev)
+        elif kind is _DRAW:
+            self._draw(ev)
+        else:
+            if ev is not None:
+                ev.append(Passed(self.current_seat))
+            self._next_turn(ev)  # CL-BLOCK-1, CL-DRAW-1
+        self.version += 1
+        self._history_tail.append(move)
+        self._legal = None
+
+    def _play(self, move: Move, ev: list[Event] | None) -> None:
+        tile, train = move.tile, move.train
+        assert tile is not None
+        assert train is not None
+        seat = self.current_seat
+        a, b = tile
+        end = train.end
+        hand = self.hands[seat]
+        hand[a] &= ~(1 << b)
+        hand[b] &= ~(1 << a)
+        self.counts[seat] -= 1
+        self.pips[seat] -= a + b
+        line = self.line
+        if self.left < 0:
+            # CL-LINE-1: the opening lays its low half left.
+            line.append(a << 5 | b)
+            self.left, self.right = a, b
+            self.opening_tile = -1
+        else:
+            value = self.left if end == 0 else self.right
+            if move.exposed is not None:
+                other = move.exposed  # CL-MAT-1: a two-way matador names it
+            elif self._sevens:
+                touch = self._touch[value]
+                other = b if a == touch else a  # 0-0 leaves 0 either way
+            else:
+                other = b if a == value else a
+            if end == 0:
+                line.insert(0, other << 5 | (a + b - other))
+                self.left = other
+            else:
+                line.append((a + b - other) << 5 | other)
+                self.right = other
+        if ev is not None:
+            ev.append(TilePlayed(seat, TILES[a << 5 | b], _ENDS[end]))
+        if (self._fives or self._headers) and self._score_in_play(seat, ev):
+            return  # CL-SC-2: the target was reached during play
+        if not self.counts[seat]:
+            self._end_hand(RoundEndReason.DOMINO, ev)  # CL-END-1: domino
+        elif not self._can_draw() and not self._anyone_fits():
+            self._end_hand(RoundEndReason.BLOCKED, ev)  # CL-END-1: blocked
+        else:
+            self._next_turn(ev)
+
+    def _draw(self, ev: list[Event] | None) -> None:
+        """CL-DRAW-1: one tile; the turn stays with the drawer, who draws again
+        or places it (it is then the only tile that fits)."""
+        seat = self.current_seat
+        tid = self.boneyard.pop()
+        a, b = tid >> 5, tid & 31
+        hand = self.hands[seat]
+        hand[a] |= 1 << b
+        hand[b] |= 1 << a
+        self.counts[seat] += 1
+        self.pips[seat] += a + b
+        self.drew = True
+        if ev is not None:
+            ev.append(TileDrawn(seat, TILES[tid]))
+        if not self._can_draw() and not self._anyone_fits():
+            self._end_hand(RoundEndReason.BLOCKED, ev)  # CL-END-1, checked after every move
+
+    # ------------------------------------------------------------------ scoring
+
+    def _score_in_play(self, seat: int, ev: list[Event] | None) -> bool:
+        """CL-A5-1 / CL-BERGEN-1: what the placement just made scores; True when
+        it reached the target and so ended the game (CL-SC-2)."""
+        line = self.line
+        left, right = self.left, self.right
+        if self._fives:
+            if len(line) == 1:
+                total = left + right  # a lone opening tile: both numbers (5-5: 10)
+            else:
+                first, last = line[0], line[-1]
+                # A double at an end counts both halves.
+                total = (left << 1 if first >> 5 == first & 31 else left) + (
+                    right << 1 if last >> 5 == last & 31 else right
+                )
+            if not total or total % 5:
+                return False
+            points, reason = total, PointsReason.FIVES
+        else:
+            if left != right:
+                return False
+            first, last = line[0], line[-1]
+            if len(line) > 1 and (first >> 5 == first & 31 or last >> 5 == last & 31):
+                points, reason = 3, PointsReason.TRIPLE_HEADER  # 3 in all, not 2 + 3
+            else:
+                points, reason = 2, PointsReason.DOUBLE_HEADER  # a lone double too
+        return self._credit(seat, points, reason, ev)
+
+    def _credit(self, seat: int, points: int, reason: PointsReason, ev: list[Event] | None) -> bool:
+        """Points scored during play; True (and the game over) when they reach
+        the target (CL-SC-2: at that moment, mid-hand included)."""
+        self.hand_points[seat] += points
+        self.scores[seat] += points
+        team = seat & 1 if self._teams else None
+        if ev is not None:
+            ev.append(PointsScored(seat, points, reason, team))
+        if self._total_of(seat) < self._target:
+            return False
+        # The hand's own end, if this tile made one, scores nothing more.
+        if not self.counts[seat]:
+            self._record_hand(RoundEndReason.DOMINO, seat, ev)
+        elif not self._can_draw() and not self._anyone_fits():
+            self._record_hand(RoundEndReason.BLOCKED, self._blocked_winner()[0], ev)
+        else:
+            self._record_hand(None, None, ev)
+        self._finish(seat, ev)
+        return True
+
+    def _total_of(self, seat: int) -> int:
+        """The score that counts for the target: the seat's, or its team's (CL-TEAM-1)."""
+        if self._teams:
+            return self.scores[seat & 1] + self.scores[(seat & 1) + 2]
+        return self.scores[seat]
+
+    def _blocked_winner(self) -> tuple[int | None, int]:
+        """CL-SC-1 / CL-TEAM-1 after a block: the seat credited (``None`` on a tie
+        for the lowest total) and the ``blocked_scoring`` amount."""
+        pips = self.pips
+        if self._teams:
+            team_pips = (pips[0] + pips[2], pips[1] + pips[3])
+            if team_pips[0] == team_pips[1]:
+                return None, 0
+            k = 0 if team_pips[0] < team_pips[1] else 1
+            own, other = team_pips[k], team_pips[1 - k]
+            # The partner with the lower hand total, then the lower seat.
+            seat = min((pips[k], k), (pips[k + 2], k + 2))[1]
+            return seat, other - own if self._difference else other
+        low = min(pips)
+        if pips.count(low) > 1:
+            return None, 0
+        seat = pips.index(low)
+        others = sum(pips) - low
+        return seat, others - low if self._difference else others
+
+    def _end_hand(self, reason: RoundEndReason, ev: list[Event] | None) -> None:
+        """CL-SC-1 and its variants: score the hand that just ended, then check
+        the target (CL-SC-2) and deal the next hand or end the game."""
+        if reason is RoundEndReason.DOMINO:
+            seat = self.current_seat
+            winner: int | None = seat
+            pips = self.pips
+            if self._teams:
+                k = 1 - (seat & 1)
+                amount = pips[k] + pips[k + 2]  # the other team's hands, not the partner's
+            else:
+                amount = sum(pips)  # the winner's own is empty
+        else:
+            winner, amount = self._blocked_winner()
+        if winner is not None:
+            if self._headers:
+                self.hand_points[winner] += 2  # CL-BERGEN-1: the hand's winner
+                self.scores[winner] += 2
+                if ev is not None:
+                    team = winner & 1 if self._teams else None
+                    ev.append(PointsScored(winner, 2, PointsReason.HAND_WON, team))
+            else:
+                if self._fives:
+                    amount = round_to_five(amount)  # CL-A5-1
+                self.hand_points[winner] += amount
+                self.scores[winner] += amount
+        self._record_hand(reason, winner, ev)
+        if winner is not None and self._total_of(winner) >= self._target:
+            self._finish(winner, ev)  # CL-SC-2
+            return
+        self._deal(self.round + 1, -1 if winner is None else winner, ev)
+
+    def _record_hand(
+        self, reason: RoundEndReason | None, winner: int | None, ev: list[Event] | None
+    ) -> None:
+        """The hand's scores go to ``round_scores``; ``reason`` ``None``: the game
+        ended in the hand (CL-SC-2), which then ends with no ``RoundEnded``."""
+        scores = tuple(self.hand_points)
+        for seat, points in enumerate(scores):
+            self.round_scores[seat].append(points)
+        self.hand_points = [0] * self._players
+        self._legal = None
+        if ev is not None and reason is not None:
+            ev.append(RoundEnded(self.round, reason, scores, winner))
+
+    def _finish(self, seat: int, ev: list[Event] | None) -> None:
+        self.over = True
+        if self._teams:
+            k = seat & 1
+            self.winners = (k, k + 2)  # CL-TEAM-1: both seats
+        else:
+            self.winners = (seat,)
+        if ev is not None:
+            ev.append(GameEnded(tuple(self.scores), self.winners, self._seed))
+
+    # ------------------------------------------------------------------ errors
+
+    def _normalize(self, move: Move, legal: list[Move]) -> Move:
+        """The legal move ``move`` stands for, or the error that says why none."""
+        if not isinstance(move, Move) or not isinstance(move.kind, MoveKind):
+            raise MalformedMoveError(f"{move!r} is not a move", rule="T-2")
+        if move.kind is _PLAY:
+            tile, train = move.tile, move.train
+            if not isinstance(tile, tuple) or not isinstance(train, TrainRef):
+                raise MalformedMoveError("a play names a tile and a train", rule="T-2")
+            if len(tile) != 2 or not all(
+                isinstance(x, int) and not isinstance(x, bool) for x in tile
+            ):
+                raise MalformedMoveError(f"{tile!r} is not a tile", rule="T-2")
+            a, b = min(tile), max(tile)
+            if a < 0 or b > self.set_max:
+                raise MalformedMoveError(
+                    f"{a}-{b} is not a tile of the double-{self.set_max} set", rule="T-1"
+                )
+            exposed = move.exposed
+            if exposed is not None and (not isinstance(exposed, int) or isinstance(exposed, bool)):
+                raise MalformedMoveError(f"{exposed!r} is not a number", rule="T-2")
+            # The announcement flag (MT-KNOCK-1) means nothing here: ignored.
+            move = Move(_PLAY, TILES[a << 5 | b], train, False, exposed)
+            if move in legal:
+                return move
+        elif move.tile is not None or move.train is not None or move.exposed is not None:
+            raise MalformedMoveError(f"{move.kind.value} takes no tile or train", rule="T-2")
+        elif move in legal:
+            return move
+        why = self._explain(move, legal)
+        raise IllegalMoveError(
+            f"{move} is not legal: {why.message}", rule=why.rule, reason=why.reason
+        )
+
+    def _explain(self, move: Move, legal: list[Move]) -> MoveError:
+        """Why ``move`` (well-formed, not legal) is refused: the reason and rule."""
+        plays = legal[0].kind is _PLAY
+        kind = move.kind
+        if kind is MoveKind.END_TURN:
+            return _illegal("CANNOT_END_TURN", "CL-TURN-1", "a turn of a line game ends by itself")
+        if kind is _DRAW or kind is _PASS:
+            if plays:
+                return _illegal("MUST_PLAY", "CL-TURN-1", "you can place a tile: place one")
+            if kind is _DRAW:
+                if not self._draws:
+                    return _illegal(
+                        "CANNOT_DRAW", "CL-BLOCK-1", f"{self.name} has no drawing: pass"
+                    )
+                return _illegal(
+                    "CANNOT_DRAW",
+                    "CL-DRAW-1",
+                    f"the boneyard holds {len(self.boneyard)} tiles, no more than the "
+                    f"reserve of {self._reserve}: pass",
+                )
+            return _illegal("CANNOT_PASS", "CL-DRAW-1", "the boneyard is not empty: draw")
+        tile, train = move.tile, move.train
+        assert tile is not None
+        assert train is not None
+        a, b = tile
+        tid = a << 5 | b
+        rule = "CL-MAT-1" if self._sevens else "CL-LINE-1"
+        if train.kind is not _LINE or train.number != 0 or train.end not in (0, 1):
+            return _illegal(
+                "NO_SUCH_TRAIN", "CL-LINE-1", f"the line has ends @l0 and @l1, not {train}"
+            )
+        if not self.hands[self.current_seat][a] >> b & 1:
+            return _illegal("TILE_NOT_IN_HAND", "CL-TURN-1", f"{tile} is not in your hand")
+        if self.left < 0:
+            if self.opening_tile >= 0 and tid != self.opening_tile:
+                return _illegal(
+                    "MUST_OPEN_WITH",
+                    "CL-START-1",
+                    f"the hand opens with {TILES[self.opening_tile]}",
+                )
+            if train.end != 0:
+                return _illegal("NO_SUCH_TRAIN", "CL-LINE-1", "the opening is written @l0")
+            return _illegal(
+                "EXPOSED_NUMBER", rule, "the opening tile names no number: it lays low half left"
+            )
+        same_tile = [m for m in legal if m.tile == tile and m.train == train]
+        if not same_tile:
+            value = self.left if train.end == 0 else self.right
+            if self._sevens:
+                why = (
+                    f"{tile} does not join the end {value}: its numbers do not add up to 7 "
+                    "with it, and it is no matador"
+                )
+            else:
+                why = f"{tile} does not carry the end's number {value}"
+            return _illegal("TILE_DOES_NOT_MATCH", rule, why)
+        if all(m.exposed is None for m in same_tile):
+            return _illegal("EXPOSED_NUMBER", rule, f"{tile} leaves one number open: name none")
+        numbers = " or ".join(f":{m.exposed}" for m in same_tile)
+        return _illegal(
+            "EXPOSED_NUMBER", "CL-MAT-1", f"name the number {tile} leaves open ({numbers})"
+        )
+
+    # ------------------------------------------------------------------ queries
+
+    def is_over(self) -> bool:
+        return self.over
+
+    def history(self) -> list[Move]:
+        """Every move applied since the deal of hand 1, in order."""
+        if self._history_moves is None:
+            text = self._history_text
+            self._history_moves = [Move.parse(t) for t in text.split(" ")] if text else []
+        return self._history_moves + self._history_tail
+
+    def _history_string(self) -> str:
+        if self._history_tail:
+            tail = " ".join(map(str, self._history_tail))
+            head = self._history_text
+            if self._history_moves is not None:
+                self._history_moves.extend(self._history_tail)
+            self._history_text = f"{head} {tail}" if head else tail
+            self._history_tail = []
+        return self._history_text
+
+    def totals(self) -> list[int]:
+        """Each seat's score so far (a team's score is the sum of its seats')."""
+        return self.scores[:]
+
+    def team_scores(self) -> list[int]:
+        """CL-TEAM-1: team 0 (seats 0 and 2) and team 1 (seats 1 and 3); empty without teams."""
+        if not self._teams:
+            return []
+        s = self.scores
+        return [s[0] + s[2], s[1] + s[3]]
+
+    @property
+    def teams(self) -> bool:
+        return self._teams
+
+    def hand(self, seat: int) -> list[Tile]:
+        """Seat ``seat``'s tiles in canonical order (private: CL-VIS-1)."""
+        return [TILES[t] for t in _hand_ids(self.hands[seat])]
+
+    def hand_count(self, seat: int) -> int:
+        return self.counts[seat]
+
+    def boneyard_tiles(self) -> list[Tile]:
+        """The boneyard in draw order (never in a view: CL-VIS-1, CL-DEAL-1)."""
+        return [TILES[t] for t in reversed(self.boneyard)]
+
+    def line_tiles(self) -> list[Tile]:
+        """The line from left to right, each ``{a: left half, b: right half}``."""
+        return [TILES[c] for c in self.line]
+
+    @property
+    def open_ends(self) -> tuple[int, ...]:
+        """``(left, right)``, or ``()`` before the opening."""
+        return () if self.left < 0 else (self.left, self.right)
+
+    def can_draw(self) -> bool:
+        """CL-DRAW-1: whether a player who cannot place would draw now."""
+        return self._can_draw()
+
+    def view(self, seat: int | None) -> GameView:
+        """What ``seat`` (``None``: a spectator) may see: :func:`build_line_view`."""
+        return build_line_view(self, seat)
+
+    # ------------------------------------------------------------------ state
+
+    def to_dict(self) -> dict[str, Any]:
+        """The whole state as plain JSON values; :meth:`from_dict` rebuilds it.
+
+        A value of its own: editing it changes nothing in this game.
+        """
+        return {
+            "format": STATE_FORMAT,
+            "game": self.name,
+            "rules": dict(self._rules_saved),
+            "players": self._players,
+            "seed": self._seed,
+            "version": self.version,
+            "round": self.round,
+            "starter": self.starter,
+            "hands": [_hand_ids(hand) for hand in self.hands],
+            "boneyard": self.boneyard[::-1],  # first drawn first
+            "line": self.line[:],
+            "opening_tile": self.opening_tile,
+            "turn": [self.current_seat, self.drew],
+            "first_turn_pending": self.first_turn_pending[:],
+            "hand_points": self.hand_points[:],
+            "round_scores": [rs[:] for rs in self.round_scores],
+            "over": self.over,
+            "winners": list(self.winners),
+            "history": self._history_string(),
+        }
+
+    def to_bytes(self) -> bytes:
+        """A compact serialized form of the whole state (JSON)."""
+        return _ENCODER.encode(self.to_dict()).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> LineGame:
+        try:
+            decoded = json.loads(data)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise CorruptStateError(f"not a serialized state: {exc}") from exc
+        return cls.from_dict(decoded)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LineGame:
+        """Rebuild a state from :meth:`to_dict`'s output (without replaying it);
+        :class:`CorruptStateError` for anything this engine did not write."""
+        try:
+            return cls._from_dict(data)
+        except CorruptStateError:
+            raise
+        except (RailyardError, KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+            raise CorruptStateError(f"not a line game state: {exc!r}") from exc
+
+    @classmethod
+    def _from_dict(cls, data: dict[str, Any]) -> LineGame:
+        if not isinstance(data, dict):
+            raise CorruptStateError("a state is a mapping")
+        if data["format"] != STATE_FORMAT:
+            raise CorruptStateError(f"state format {data['format']!r} is not {STATE_FORMAT}")
+        rules = LineRules.from_dict(data["rules"])
+        if data["game"] != rules.game:
+            raise CorruptStateError(f"the state names {data['game']!r}, its rules {rules.game!r}")
+        players = data["players"]
+        seed = data["seed"]
+        if not isinstance(seed, str):
+            raise CorruptStateError("the seed is text")
+        self = cls.__new__(cls)
+        self._rules = rules.resolve(players)
+        self._players = players
+        self._seed = seed
+        self._setup()
+        self.opening_events = []
+        n = players
+        self.version = _int(data["version"], 0)
+        self.round = _int(data["round"], 1)
+        self.starter = _int(data["starter"], 0, n - 1)
+        full = self._full
+        canon = set(self._canon)
+        seen: set[int] = set()
+
+        def tiles_of(codes: object, what: str) -> list[int]:
+            if not isinstance(codes, list):
+                raise CorruptStateError(f"{what} is not a list of tiles")
+            for code in codes:
+                if type(code) is not int or code not in canon or code in seen:
+                    raise CorruptStateError(f"{what} holds {code!r}: not a tile, or one seen twice")
+                seen.add(code)
+            return codes
+
+        hands = data["hands"]
+        if not isinstance(hands, list) or len(hands) != n:
+            raise CorruptStateError("the hands do not match the player count")
+        self.hands = [[0] * full for _ in range(n)]
+        self.counts = [0] * n
+        self.pips = [0] * n
+        for seat, codes in enumerate(hands):
+            hand = self.hands[seat]
+            for tid in tiles_of(codes, f"hand {seat}"):
+                a, b = tid >> 5, tid & 31
+                hand[a] |= 1 << b
+                hand[b] |= 1 << a
+                self.pips[seat] += a + b
+            self.counts[seat] = len(codes)
+        self.boneyard = list(tiles_of(data["boneyard"], "the boneyard"))[::-1]
+        line = data["line"]
+        if not isinstance(line, list):
+            raise CorruptStateError("the line is not a list")
+        tiles_of([min(c >> 5, c & 31) << 5 | max(c >> 5, c & 31) for c in line], "the line")
+        for x, y in itertools.pairwise(line):
+            r, lft = x & 31, y >> 5
+            if self._sevens:
+                fits = r + lft == 7 or _IS_MATADOR[_canon_id(x)] or _IS_MATADOR[_canon_id(y)]
+            else:
+                fits = r == lft
+            if not fits:
+                raise CorruptStateError(f"{TILES[x]} and {TILES[y]} do not join in the line")
+        self.line = list(line)
+        self.left = line[0] >> 5 if line else -1
+        self.right = line[-1] & 31 if line else -1
+        self.opening_tile = data["opening_tile"]
+        if self.opening_tile != -1 and (line or self.opening_tile not in canon):
+            raise CorruptStateError("an opening tile is named once the line has opened")
+        seat, drew = data["turn"]
+        self.current_seat = _int(seat, 0, n - 1)
+        if not isinstance(drew, bool) or (drew and not self._draws):
+            raise CorruptStateError("turn.drew is not a flag this game can have")
+        self.drew = drew
+        self.first_turn_pending = [bool(x) for x in data["first_turn_pending"]]
+        self.hand_points = [_int(x, 0) for x in data["hand_points"]]
+        self.round_scores = [[_int(x, 0) for x in rs] for rs in data["round_scores"]]
+        if (len(self.first_turn_pending), len(self.hand_points), len(self.round_scores)) != (
+            n,
+            n,
+            n,
+        ) or len({len(rs) for rs in self.round_scores}) != 1:
+            raise CorruptStateError("the seats' lists do not match the player count")
+        self.scores = [
+            sum(rs) + hp for rs, hp in zip(self.round_scores, self.hand_points, strict=True)
+        ]
+        self.over = data["over"]
+        if not isinstance(self.over, bool):
+            raise CorruptStateError("over is a flag")
+        self.winners = tuple(_int(w, 0, n - 1) for w in data["winners"])
+        if self.over != bool(self.winners):
+            raise CorruptStateError("a game over has winners, and only then")
+        text = data["history"]
+        if not isinstance(text, str) or (text.count(" ") + 1 if text else 0) != self.version:
+            raise CorruptStateError("the history does not match the version")
+        self._history_text = text
+        self._history_moves = None
+        return self
+
+    def copy(self) -> LineGame:
+        """An independent copy of this state (for search)."""
+        other = LineGame.__new__(LineGame)
+        other.__dict__.update(self.__dict__)
+        other.hands = [h[:] for h in self.hands]
+        other.counts = self.counts[:]
+        other.pips = self.pips[:]
+        other.boneyard = self.boneyard[:]
+        other.line = self.line[:]
+        other.first_turn_pending = self.first_turn_pending[:]
+        other.hand_points = self.hand_points[:]
+        other.scores = self.scores[:]
+        other.round_scores = [rs[:] for rs in self.round_scores]
+        other.opening_events = self.opening_events[:]
+        other._history_tail = self._history_tail[:]
+        if self._history_moves is not None:
+            other._history_moves = self._history_moves[:]
+        return other
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LineGame):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        state = "over" if self.over else f"seat {self.current_seat} to move"
+        return f"<LineGame {self.name} {self._players}p hand {self.round} v{self.version}: {state}>"
+
+
+def build_line_view(game: LineGame, seat: int | None = None) -> GameView:
+    """The view of ``game`` for ``seat`` (``None``: a spectator, public only).
+
+    CL-VIS-1: the line, hand counts, the boneyard count (sleeping and reserved
+    tiles included, CL-DEAL-1), scores; ``hand`` only for the seat's own
+    view; the boneyard's tiles never, not even once over; the seed once over.
+    """
+    n = game.players
+    if seat is not None and not 0 <= seat < n:
+        raise ValueError(f"no seat {seat} in a {n}-player game")
+    over = game.over
+    scores = game.scores
+    players = tuple(
+        PlayerView(s, game.counts[s], False, scores[s], tuple(game.round_scores[s]))
+        for s in range(n)
+    )
+    teams: tuple[TeamView, ...] = ()
+    if game.teams:
+        teams = (
+            TeamView((0, 2), scores[0] + scores[2]),
+            TeamView((1, 3), scores[1] + scores[3]),
+        )
+    current = game.current_seat
+    return GameView(
+        version=game.version,
+        status=game.status,
+        over=over,
+        ruleset=game.rules,
+        round=game.round,
+        rounds_total=0,  # the game runs to target_score
+        engine=None,
+        current_seat=None if over else current,
+        boneyard_count=len(game.boneyard),
+        players=players,
+        trains=(),
+        open_doubles=(),
+        turn=None if over else TurnView(False, game.drew, game.first_turn_pending[current]),
+        hand=None if seat is None else tuple(game.hand(seat)),
+        viewer_seat=seat,
+        seed_sha256=game.seed_sha256,
+        seed=game.seed if over else None,  # MT-FAIR-1: revealed once over
+        winners=game.winners,
+        line=LineView(tuple(TILES[c] for c in game.line), game.open_ends),
+        teams=teams,
+        target_score=game.rules.target_score or 0,
+    )
+
+
+def replay(rules: LineRules, players: int, seed: str, moves: Sequence[Move | str]) -> LineGame:
+    """Rebuild a game from its rules, player count, seed and moves."""
+    game = LineGame(rules, players, seed)
+    for move in moves:
+        game.push(Move.parse(move) if isinstance(move, str) else move)
+    return game
+
+
+_ENCODER: Final = json.JSONEncoder(separators=(",", ":"))
+
+
+def _hand_ids(hand: list[int]) -> list[int]:
+    """The tile ids of a hand (per-pip masks), in canonical order."""
+    ids = []
+    for a, mask in enumerate(hand):
+        bits = mask >> a << a  # the tiles a-b with b >= a, each listed once
+        while bits:
+            low = bits & -bits
+            ids.append(a << 5 | (low.bit_length() - 1))
+            bits ^= low
+    return ids
+
+
+def _canon_id(code: int) -> int:
+    x, y = code >> 5, code & 31
+    return x << 5 | y if x <= y else y << 5 | x
+
+
+def _int(value: object, low: int, high: int | None = None) -> int:
+    if type(value) is not int or value < low or (high is not None and value > high):
+        raise CorruptStateError(f"{value!r} is out of range")
+    return value
+
+
+def _text(move: object) -> str:
+    try:
+        return str(move) if isinstance(move, Move) else repr(move)
+    except (TypeError, ValueError, AttributeError):
+        return repr(move)
+
+
+def _illegal(reason: str, rule: str, message: str) -> IllegalMoveError:
+    return IllegalMoveError(message, rule=rule, reason=reason)
