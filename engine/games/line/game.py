@@ -27,11 +27,12 @@ its two ends are plain ints (``-1`` before the opening).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from engine.errors import (
     CorruptStateError,
@@ -147,29 +148,27 @@ class LineGame:
     # ------------------------------------------------------------------ setup
 
     def _setup(self) -> None:
-        """The game's facts, and every option, read once."""
-        rules = self._rules
-        facts = rules.facts
+        """The game's facts, and every option, read once (:func:`_read_rules`)."""
         n = self._players
-        self.name: str = facts.name
-        self.set_max = rules.set_max
-        self._full = rules.set_max + 1
-        self._canon = canonical_ids(rules.set_max)
-        self._hand_size = rules.hand_size
-        self._draws = facts.draws  # CL-DRAW-1, else CL-BLOCK-1
-        # CL-DRAW-1: a drawing game draws while the boneyard holds more than the
-        # reserve; a block game never draws (its boneyard sleeps, CL-DEAL-1).
-        self._reserve = rules.boneyard_reserve or 0
-        self._sevens = facts.matching is Matching.SEVENS  # CL-MAT-1
-        self._touch = [_touch(v, rules.set_max) for v in range(self._full)]
-        self._fives = facts.in_play is InPlay.FIVES  # CL-A5-1
-        self._headers = facts.in_play is InPlay.HEADERS  # CL-BERGEN-1
-        self._teams = bool(rules.teams)  # CL-TEAM-1
-        self._difference = rules.blocked_scoring is not BlockedScoring.OPPONENTS_TOTAL
-        self._seat0_any = rules.opening is Opening.SEAT0_ANY  # CL-START-1
-        assert rules.target_score is not None
-        self._target = rules.target_score
-        self._rules_saved = rules.to_dict()
+        (
+            self.name,
+            self.set_max,
+            self._full,
+            self._canon,
+            self._hand_size,
+            self._draws,
+            self._reserve,
+            self._sevens,
+            self._touch,
+            self._fives,
+            self._headers,
+            self._scores_in_play,
+            self._teams,
+            self._difference,
+            self._seat0_any,
+            self._target,
+            self._rules_saved,
+        ) = _read_rules(self._rules)
         self._legal: list[Move] | None = None
         self.version = 0
         self._history_text = ""
@@ -220,21 +219,17 @@ class LineGame:
         self.round = hand_no
         self.hands: list[list[int]] = [[0] * self._full for _ in range(n)]
         self.counts = [h] * n
-        self.pips = [0] * n
         for seat in range(n):
             hand = self.hands[seat]
-            pips = 0
             for tid in order[seat * h : (seat + 1) * h]:
                 a, b = tid >> 5, tid & 31
                 hand[a] |= 1 << b
                 hand[b] |= 1 << a
-                pips += a + b
-            self.pips[seat] = pips
         # API.md step 5: drawn from the front; kept reversed, so a draw is a pop.
         self.boneyard: list[int] = order[n * h :][::-1]
         self.line: list[int] = []
         self.left = self.right = -1
-        self.first_turn_pending = [True] * n
+        self.turns = 0  # turns ended this hand: a seat's first is before n (CL-TURN-1)
         self.opening_tile = -1  # CL-START-1: the tile that must open, or any
         if self._seat0_any:
             self.starter = 0
@@ -242,9 +237,11 @@ class LineGame:
             self.starter = opener
         else:
             self.starter, self.opening_tile = self._first_opener()
+        self.current_seat = self.starter
+        self.drew = False  # API.md turn.drewThisTurn
         if ev is not None:
             ev.append(RoundStarted(hand_no, None, self.starter))
-        self._start_turn(self.starter, ev)
+            ev.append(TurnStarted(self.starter))
 
     def _first_opener(self) -> tuple[int, int]:
         """CL-START-1 ``highest_double``: the holder of the highest double opens
@@ -264,16 +261,30 @@ class LineGame:
 
     # ------------------------------------------------------------------ turns
 
-    def _start_turn(self, seat: int, ev: list[Event] | None) -> None:
+    def _next_turn(self, ev: list[Event] | None) -> None:
+        seat = self.current_seat + 1
+        if seat == self._players:
+            seat = 0  # CL-TURN-1: clockwise
         self.current_seat = seat
-        self.drew = False  # API.md turn.drewThisTurn
+        self.turns += 1
+        self.drew = False
         if ev is not None:
             ev.append(TurnStarted(seat))
 
-    def _next_turn(self, ev: list[Event] | None) -> None:
-        seat = self.current_seat
-        self.first_turn_pending[seat] = False
-        self._start_turn((seat + 1) % self._players, ev)  # CL-TURN-1: clockwise
+    @property
+    def first_turn(self) -> bool:
+        """Whether the seat to move is in its first turn of the hand (API.md)."""
+        return self.turns < self._players
+
+    def pips(self, seat: int) -> int:
+        """The pip total of seat ``seat``'s hand (0-0 counts 0, CL-SC-1)."""
+        # A tile v-x is bit x of hand[v] and bit v of hand[x]: each half counted
+        # once, but a double's only once in all, so its second half is added.
+        total = 0
+        for v, mask in enumerate(self.hands[seat]):
+            if mask:
+                total += v * (mask.bit_count() + (mask >> v & 1))
+        return total
 
     def _can_draw(self) -> bool:
         """CL-DRAW-1: a drawing game, and more than the reserve in the boneyard."""
@@ -319,15 +330,23 @@ class LineGame:
         if self._sevens:
             self._generate_sevens(hand, moves)
         else:
-            for end, value in ((0, left), (1, self.right)):
-                bits = hand[value]
-                if bits:
-                    tids = _TID[value]
-                    row = _PLAYS[end]
-                    while bits:
-                        low = bits & -bits
-                        bits ^= low
-                        moves.append(row[tids[low.bit_length() - 1]])
+            bits = hand[left]
+            if bits:
+                tids = _TID[left]
+                row = _PLAYS[0]
+                while bits:
+                    low = bits & -bits
+                    bits ^= low
+                    moves.append(row[tids[low.bit_length() - 1]])
+            right = self.right
+            bits = hand[right]
+            if bits:
+                tids = _TID[right]
+                row = _PLAYS[1]
+                while bits:
+                    low = bits & -bits
+                    bits ^= low
+                    moves.append(row[tids[low.bit_length() - 1]])
         if not moves:
             # CL-DRAW-1 / CL-BLOCK-1: draw while drawable, else pass.
             moves.append(DRAW if self._draws and len(self.boneyard) > self._reserve else PASS)
@@ -397,6 +416,8 @@ class LineGame:
         self._legal = None
 
     def _play(self, move: Move, ev: list[Event] | None) -> None:
+        # The hot path of every playout: plain locals, no helper calls in the
+        # common case.
         tile, train = move.tile, move.train
         assert tile is not None
         assert train is not None
@@ -406,39 +427,59 @@ class LineGame:
         hand = self.hands[seat]
         hand[a] &= ~(1 << b)
         hand[b] &= ~(1 << a)
-        self.counts[seat] -= 1
-        self.pips[seat] -= a + b
-        line = self.line
-        if self.left < 0:
+        counts = self.counts
+        counts[seat] -= 1
+        left = self.left
+        if left < 0:
             # CL-LINE-1: the opening lays its low half left.
-            line.append(a << 5 | b)
-            self.left, self.right = a, b
+            self.line.append(a << 5 | b)
+            left = self.left = a
+            right = self.right = b
             self.opening_tile = -1
         else:
-            value = self.left if end == 0 else self.right
+            right = self.right
+            value = right if end else left
             if move.exposed is not None:
                 other = move.exposed  # CL-MAT-1: a two-way matador names it
             elif self._sevens:
-                touch = self._touch[value]
-                other = b if a == touch else a  # 0-0 leaves 0 either way
+                other = b if a == self._touch[value] else a  # 0-0 leaves 0 either way
             else:
                 other = b if a == value else a
-            if end == 0:
-                line.insert(0, other << 5 | (a + b - other))
-                self.left = other
+            if end:
+                self.line.append((a + b - other) << 5 | other)
+                right = self.right = other
             else:
-                line.append((a + b - other) << 5 | other)
-                self.right = other
+                self.line.insert(0, other << 5 | (a + b - other))
+                left = self.left = other
         if ev is not None:
             ev.append(TilePlayed(seat, TILES[a << 5 | b], _ENDS[end]))
-        if (self._fives or self._headers) and self._score_in_play(seat, ev):
+        if self._scores_in_play and self._score_in_play(seat, ev):
             return  # CL-SC-2: the target was reached during play
-        if not self.counts[seat]:
+        if not counts[seat]:
             self._end_hand(RoundEndReason.DOMINO, ev)  # CL-END-1: domino
-        elif not self._can_draw() and not self._anyone_fits():
-            self._end_hand(RoundEndReason.BLOCKED, ev)  # CL-END-1: blocked
-        else:
-            self._next_turn(ev)
+            return
+        if not (self._draws and len(self.boneyard) > self._reserve):
+            # CL-END-1: blocked when nobody can place and nobody may draw.
+            if self._sevens:
+                fits = self._anyone_fits()
+            else:
+                for other_hand in self.hands:
+                    if other_hand[left] | other_hand[right]:
+                        fits = True
+                        break
+                else:
+                    fits = False
+            if not fits:
+                self._end_hand(RoundEndReason.BLOCKED, ev)
+                return
+        seat += 1
+        if seat == self._players:
+            seat = 0  # CL-TURN-1: clockwise
+        self.current_seat = seat
+        self.turns += 1
+        self.drew = False
+        if ev is not None:
+            ev.append(TurnStarted(seat))
 
     def _draw(self, ev: list[Event] | None) -> None:
         """CL-DRAW-1: one tile; the turn stays with the drawer, who draws again
@@ -450,7 +491,6 @@ class LineGame:
         hand[a] |= 1 << b
         hand[b] |= 1 << a
         self.counts[seat] += 1
-        self.pips[seat] += a + b
         self.drew = True
         if ev is not None:
             ev.append(TileDrawn(seat, TILES[tid]))
@@ -515,7 +555,7 @@ class LineGame:
     def _blocked_winner(self) -> tuple[int | None, int]:
         """CL-SC-1 / CL-TEAM-1 after a block: the seat credited (``None`` on a tie
         for the lowest total) and the ``blocked_scoring`` amount."""
-        pips = self.pips
+        pips = [self.pips(s) for s in range(self._players)]
         if self._teams:
             team_pips = (pips[0] + pips[2], pips[1] + pips[3])
             if team_pips[0] == team_pips[1]:
@@ -538,7 +578,7 @@ class LineGame:
         if reason is RoundEndReason.DOMINO:
             seat = self.current_seat
             winner: int | None = seat
-            pips = self.pips
+            pips = [self.pips(s) for s in range(self._players)]
             if self._teams:
                 k = 1 - (seat & 1)
                 amount = pips[k] + pips[k + 2]  # the other team's hands, not the partner's
@@ -771,7 +811,7 @@ class LineGame:
             "line": self.line[:],
             "opening_tile": self.opening_tile,
             "turn": [self.current_seat, self.drew],
-            "first_turn_pending": self.first_turn_pending[:],
+            "turns": self.turns,
             "hand_points": self.hand_points[:],
             "round_scores": [rs[:] for rs in self.round_scores],
             "over": self.over,
@@ -843,14 +883,12 @@ class LineGame:
             raise CorruptStateError("the hands do not match the player count")
         self.hands = [[0] * full for _ in range(n)]
         self.counts = [0] * n
-        self.pips = [0] * n
         for seat, codes in enumerate(hands):
             hand = self.hands[seat]
             for tid in tiles_of(codes, f"hand {seat}"):
                 a, b = tid >> 5, tid & 31
                 hand[a] |= 1 << b
                 hand[b] |= 1 << a
-                self.pips[seat] += a + b
             self.counts[seat] = len(codes)
         self.boneyard = list(tiles_of(data["boneyard"], "the boneyard"))[::-1]
         line = data["line"]
@@ -876,14 +914,12 @@ class LineGame:
         if not isinstance(drew, bool) or (drew and not self._draws):
             raise CorruptStateError("turn.drew is not a flag this game can have")
         self.drew = drew
-        self.first_turn_pending = [bool(x) for x in data["first_turn_pending"]]
+        self.turns = _int(data["turns"], 0)
         self.hand_points = [_int(x, 0) for x in data["hand_points"]]
         self.round_scores = [[_int(x, 0) for x in rs] for rs in data["round_scores"]]
-        if (len(self.first_turn_pending), len(self.hand_points), len(self.round_scores)) != (
-            n,
-            n,
-            n,
-        ) or len({len(rs) for rs in self.round_scores}) != 1:
+        if (len(self.hand_points), len(self.round_scores)) != (n, n) or len(
+            {len(rs) for rs in self.round_scores}
+        ) != 1:
             raise CorruptStateError("the seats' lists do not match the player count")
         self.scores = [
             sum(rs) + hp for rs, hp in zip(self.round_scores, self.hand_points, strict=True)
@@ -907,10 +943,8 @@ class LineGame:
         other.__dict__.update(self.__dict__)
         other.hands = [h[:] for h in self.hands]
         other.counts = self.counts[:]
-        other.pips = self.pips[:]
         other.boneyard = self.boneyard[:]
         other.line = self.line[:]
-        other.first_turn_pending = self.first_turn_pending[:]
         other.hand_points = self.hand_points[:]
         other.scores = self.scores[:]
         other.round_scores = [rs[:] for rs in self.round_scores]
@@ -968,7 +1002,7 @@ def build_line_view(game: LineGame, seat: int | None = None) -> GameView:
         players=players,
         trains=(),
         open_doubles=(),
-        turn=None if over else TurnView(False, game.drew, game.first_turn_pending[current]),
+        turn=None if over else TurnView(False, game.drew, game.first_turn),
         hand=None if seat is None else tuple(game.hand(seat)),
         viewer_seat=seat,
         seed_sha256=game.seed_sha256,
@@ -989,6 +1023,59 @@ def replay(rules: LineRules, players: int, seed: str, moves: Sequence[Move | str
 
 
 _ENCODER: Final = json.JSONEncoder(separators=(",", ":"))
+
+
+class _Facts(NamedTuple):
+    """What a game reads from its rules, in the order ``_setup`` unpacks it."""
+
+    name: str
+    set_max: int
+    full: int  # set_max + 1: the pip values
+    canon: tuple[int, ...]
+    hand_size: int
+    draws: bool
+    reserve: int
+    sevens: bool
+    touch: list[int]
+    fives: bool
+    headers: bool
+    scores_in_play: bool
+    teams: bool
+    difference: bool
+    seat0_any: bool
+    target: int
+    rules_saved: dict[str, Any]
+
+
+@functools.lru_cache(maxsize=256)
+def _read_rules(rules: LineRules) -> _Facts:
+    """Every fact and option a game reads, once per rules value (a playout
+    deals many games from one)."""
+    facts = rules.facts
+    assert rules.target_score is not None
+    fives = facts.in_play is InPlay.FIVES  # CL-A5-1
+    headers = facts.in_play is InPlay.HEADERS  # CL-BERGEN-1
+    return _Facts(
+        facts.name,
+        rules.set_max,
+        rules.set_max + 1,
+        canonical_ids(rules.set_max),
+        rules.hand_size,
+        facts.draws,  # CL-DRAW-1, else CL-BLOCK-1
+        # CL-DRAW-1: a drawing game draws while the boneyard holds more than the
+        # reserve; a block game never draws (its boneyard sleeps, CL-DEAL-1).
+        rules.boneyard_reserve or 0,
+        facts.matching is Matching.SEVENS,  # CL-MAT-1
+        [_touch(v, rules.set_max) for v in range(rules.set_max + 1)],
+        fives,
+        headers,
+        fives or headers,
+        bool(rules.teams),  # CL-TEAM-1
+        rules.blocked_scoring is not BlockedScoring.OPPONENTS_TOTAL,  # CL-SC-1
+        rules.opening is Opening.SEAT0_ANY,  # CL-START-1
+        rules.target_score,  # CL-SC-2
+        rules.to_dict(),  # shared: to_dict copies it
+    )
 
 
 def _hand_ids(hand: list[int]) -> list[int]:
