@@ -33,6 +33,10 @@ from engine.games.line.rules import InPlay, LineRules, Matching
 from engine.moves import Move, MoveKind
 from engine.view import GameView
 
+# Measured head to head (400 2-player games each of Block, Draw and Matador,
+# a variant in one seat against these weights in the other): heaviness alone
+# (1, 0, 0, 0) won 20% to 33%; doubling or halving any one weight moved the
+# share by less than the noise (about 2.5 points).
 #: Per pip of the tile played: what it no longer costs at the hand's end.
 HEAVY: Final = 1
 #: A double played: it fits one number only, the likeliest tile to be stranded.
