@@ -32,9 +32,11 @@ Readings where RULES.md leaves a choice:
 * The first turn of a seat (API.md ``turn.firstTurn``) is any turn before
   every seat has had one: turns go strictly clockwise (CL-TURN-1).
 
-Speed: a random 2-player Block playout (``legal_moves`` then ``push``)
-runs at about 11x OpenSpiel's ``python_block_dominoes`` hands per second,
-deals included (measured on one core, best of three 2 s runs each).
+Speed: random 2-player Block playouts (``legal_moves`` then ``push``, a new
+game per playout, deals included) run about 9 to 12 times as many hands per
+second as OpenSpiel's ``python_block_dominoes`` random playouts, measured in
+one process, alternating 1-2 s runs of each (11x, and 12x in whole games, on
+a quiet machine; 8 to 10x with the two cores shared).
 
 >>> from engine.games.line.rules import PRESETS
 >>> g = LineGame(PRESETS["block"], 2, "railyard")
