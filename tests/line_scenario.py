@@ -76,6 +76,7 @@ def position(
         round_scores = [[0] * (round - 1) for _ in range(players)]
     data["round_scores"] = [list(r) for r in round_scores]
     data["hand_points"] = list(hand_points or [0] * players)
+    data["hand_winners"] = [-1] * len(data["round_scores"][0])
     data["version"] = 0
     data["history"] = ""
     return LineGame.from_dict(data)

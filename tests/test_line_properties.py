@@ -114,9 +114,9 @@ def test_random_games_end_conserve_tiles_hide_what_they_must_and_replay(
             again = LineGame.from_bytes(game.to_bytes())
             assert again == game
             assert again.legal_moves() == game.legal_moves()
-    assert game.history() == replay(rules, players, seed, game.history()).history()
-    assert replay(rules, players, seed, [str(m) for m in game.history()]) == game
-    totals = game.totals()
+    assert game.history == replay(rules, players, seed, game.history).history
+    assert replay(rules, players, seed, [str(m) for m in game.history]) == game
+    totals = game.totals
     assert totals == [sum(rs) for rs in game.round_scores]
     winner_total = sum(totals[s] for s in game.winners)
     assert winner_total >= (rules.target_score or 0)
@@ -213,3 +213,79 @@ def test_cl_bot_1_greedy_decides_from_the_view_alone() -> None:
         if move.kind is not MoveKind.PLAY:
             assert legal == [move]  # a draw or a pass is never a choice
         game.push(move)
+
+
+# --------------------------------------------------------------------- search hooks
+
+
+@given(games(), st.text(max_size=8), st.integers(0, 60), st.integers(0, 2**32 - 1))
+def test_worlds_agree_with_the_view_and_end_with_its_hand(
+    setup: tuple[LineRules, int], seed: str, moves: int, choice_seed: int
+) -> None:
+    rules, players = setup
+    game = LineGame(rules, players, seed)
+    rng = random.Random(choice_seed)
+    for _ in range(moves):
+        if game.over:
+            return
+        legal = game.legal_moves()
+        game.push(legal[rng.randrange(len(legal))])
+    if game.over:
+        return
+    seat = game.current_seat
+    view = game.view(seat)
+    worlds = SPECS[rules.game].bots.worlds(view, game.legal_moves())
+    assert worlds.seat == seat
+    for _ in range(3):
+        world = LineGame.from_dict(worlds.sample(rng))
+        assert world.version == 0
+        assert world.hand(seat) == game.hand(seat)
+        assert world.legal_moves() == game.legal_moves()
+        mine = world.view(seat)
+        assert (mine.line, mine.players, mine.boneyard_count, mine.turn) == (
+            view.line,
+            view.players,
+            view.boneyard_count,
+            view.turn,
+        )
+        policy = SPECS[rules.game].bots.playout_policy(world)
+        while not world.over:
+            world.push(policy(world.legal_moves()))
+        assert world.round == game.round  # the playout ends with the view's hand
+        reward = SPECS[rules.game].bots.reward(world, seat)
+        assert isinstance(reward, float)
+
+
+def test_cl_bot_1_the_expert_search_plays_a_line_game(monkeypatch) -> None:
+    from engine import registry
+    from engine.bots import choose
+
+    for name in ("block_teams", "all_fives", "matador"):
+        monkeypatch.setitem(registry.GAMES, PRESETS[name].game, SPECS[PRESETS[name].game])
+        game = LineGame(PRESETS[name], 4 if PRESETS[name].teams else 2, f"expert-{name}")
+        for _ in range(12):
+            if game.over:
+                break
+            view = game.view(game.current_seat)
+            legal = game.legal_moves()
+            move = choose("expert", view, legal, "key", budget=300)
+            assert move in legal
+            assert choose("expert", view, legal, "key", budget=300) == move
+            assert choose("greedy", view, legal, "key") in legal
+            game.push(move)
+
+
+def test_results_and_describe_for_the_arena() -> None:
+    game = position("block_teams", 4, hands=["2-3", "5-5", "6-6", "4-4 0-1"], line="1-2")
+    game.push(game.legal_moves()[0])  # seat 0 goes out
+    spec = SPECS["block"]
+    (first,) = spec.results(game)
+    assert first.shares == (0.5, 0.0, 0.5, 0.0)
+    assert first.scores == (19, 0, 0, 0)
+    assert spec.low_score_wins is False
+    assert spec.describe(PRESETS["block_teams"]) == (
+        "block (preset block_teams), double-6, 7 tiles, to 100, teams"
+    )
+    tie = position("block", hands=["2-3 6-6", "4-4 0-4"], line="1-2")
+    tie.push(tie.legal_moves()[0])
+    assert spec.results(tie)[0].shares == (0.5, 0.5)

@@ -37,9 +37,9 @@ from engine.events import (
     TurnStarted,
     for_seat,
 )
+from engine.game import GameStatus
 from engine.games.line import PRESETS, SPECS, LineGame, LineRules, line_rules
 from engine.games.line.rules import GAMES, BlockedScoring, Opening
-from engine.mexican_train import GameStatus
 from engine.moves import Move, TrainKind, TrainRef
 from engine.shuffle import shuffle
 from engine.tiles import TILES, Tile, canonical_ids
@@ -651,7 +651,7 @@ def test_cl_sc_1_a_tie_for_the_lowest_total_scores_nothing() -> None:
     game = position("block", 3, hands=["2-3 6-6", "4-4", "0-0 2-6"], line="1-2")
     events = play(game, "2-3@l1")
     assert RoundEnded(1, BLOCKED, (0, 0, 0), None) in events
-    assert game.totals() == [0, 0, 0]
+    assert game.totals == [0, 0, 0]
 
 
 def test_cl_sc_1_matador_scores_pips_and_0_0_counts_0() -> None:
@@ -684,7 +684,7 @@ def test_cl_sc_2_below_the_target_the_next_hand_is_dealt() -> None:
     game = position("block", hands=["2-3", "4-4"], line="1-2", round=2, round_scores=[[91], [0]])
     events = play(game, "2-3@l1")
     assert RoundStarted(3, None, 0) in events
-    assert (game.over, game.totals()) == (False, [99, 0])
+    assert (game.over, game.totals) == (False, [99, 0])
 
 
 def test_cl_sc_2_points_during_play_end_the_game_mid_hand() -> None:
@@ -814,7 +814,7 @@ def test_cl_a5_1_the_opening_tile_scores_its_two_numbers(opening: str, points: i
     game = position("all_fives", hands=[f"{opening} 1-2", "0-0 2-5"])
     events = play(game, f"{opening}@l0")
     assert events[1] == PointsScored(0, points, PointsReason.FIVES, None)
-    assert game.totals() == [points, 0]
+    assert game.totals == [points, 0]
     assert game.view(0).players[0].score == points
 
 
@@ -986,7 +986,7 @@ def test_state_round_trips_exactly_and_refuses_what_it_did_not_write() -> None:
     again = LineGame.from_dict(data)
     assert again == game
     assert again.to_bytes() == game.to_bytes()
-    assert again.history() == game.history() == [Move.parse("draw")] * 2
+    assert again.history == game.history == [Move.parse("draw")] * 2
     assert SPECS["draw"].load(data) == game
     bad_cases = [
         {**data, "format": 99},

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from engine.game import GameSpec, GameState
-from engine.games.line.bots import greedy
+from engine.games.line.bots import HOOKS, LineWorlds, describe, greedy, results
 from engine.games.line.game import LineGame, build_line_view, replay, round_to_five
 from engine.games.line.rules import (
     GAMES,
@@ -50,18 +50,23 @@ SPECS: Final[dict[str, GameSpec]] = {
         options=frozenset(facts.options),
         new=_new,
         load=_load,
-        greedy=greedy,
+        bots=HOOKS,
+        results=results,
+        low_score_wins=False,  # CL-SC-2: the first to the target wins
+        describe=describe,
     )
     for name, facts in GAMES.items()
 }
 
 __all__ = [
     "GAMES",
+    "HOOKS",
     "PRESETS",
     "SPECS",
     "BlockedScoring",
     "LineGame",
     "LineRules",
+    "LineWorlds",
     "Opening",
     "build_line_view",
     "greedy",

@@ -26,11 +26,15 @@ the only legal move.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Final
+import random
+from collections.abc import Callable, Sequence
+from typing import Any, Final
 
+from engine.game import BotHooks, GameState, HandResult
+from engine.games.line.game import LineGame
 from engine.games.line.rules import InPlay, LineRules, Matching
 from engine.moves import Move, MoveKind
+from engine.tiles import Tile, canonical_ids
 from engine.view import GameView
 
 # Measured head to head (400 2-player games each of Block, Draw and Matador,
@@ -45,6 +49,11 @@ DOUBLE: Final = 2
 CONTROL: Final = 2
 #: Per end left that the hand cannot follow while unseen tiles fit it.
 OPEN_TO_THEM: Final = 3
+
+#: The expert's reward per point of the hand above the best other side.
+POINTS_WEIGHT: Final = 0.02
+#: ``hook_scores``: the game's own points outrank any Block score.
+_FIRST: Final = 10_000
 
 _MATADORS: Final = frozenset({(0, 0), (1, 6), (2, 5), (3, 4)})
 
@@ -68,20 +77,34 @@ def greedy_scores(view: GameView, legal: Sequence[Move]) -> list[tuple[int, int]
         raise ValueError("the line games' greedy bot plays a line game")
     if view.hand is None or view.line is None:
         raise ValueError("a bot needs a seat's view of a line game")
-    facts = rules.facts
-    sevens = facts.matching is Matching.SEVENS
     full = rules.set_max + 1
     hand = [0] * full
     for a, b in view.hand:
         hand[a] |= 1 << b
         hand[b] |= 1 << a
+    line = view.line.tiles
+    codes = [a << 5 | b for a, b in line]
+    return _scores(rules, hand, codes, view.line.open_ends, legal)
+
+
+def _scores(
+    rules: LineRules,
+    hand: list[int],
+    line: Sequence[int],
+    ends: tuple[int, ...],
+    legal: Sequence[Move],
+) -> list[tuple[int, int]]:
+    """The heuristics of the module, from the seat's hand (one mask per pip
+    value), the line (codes ``left << 5 | right``) and its open ends."""
+    facts = rules.facts
+    sevens = facts.matching is Matching.SEVENS
+    full = rules.set_max + 1
     seen = hand[:]  # the hand's tiles and the line's: what nobody else can hold
-    for a, b in view.line.tiles:
+    for code in line:
+        a, b = code >> 5, code & 31
         seen[a] |= 1 << b
         seen[b] |= 1 << a
     everything = (1 << full) - 1
-    ends = view.line.open_ends
-    line = view.line.tiles
     out = []
     for move in legal:
         if move.kind is not MoveKind.PLAY or move.tile is None or move.train is None:
@@ -101,8 +124,8 @@ def greedy_scores(view: GameView, legal: Sequence[Move]) -> list[tuple[int, int]
             else:
                 other = b if a == value else a
             left, right = ends
-            left_double = line[0].a == line[0].b
-            right_double = line[-1].a == line[-1].b
+            left_double = line[0] >> 5 == line[0] & 31
+            right_double = line[-1] >> 5 == line[-1] & 31
             if move.train.end == 0:
                 left, left_double = other, a == b
             else:
@@ -131,6 +154,179 @@ def greedy_scores(view: GameView, legal: Sequence[Move]) -> list[tuple[int, int]
             first = 0
         out.append((first, block))
     return out
+
+
+# ------------------------------------------------------------------ the hooks
+
+
+def hook_scores(view: GameView, legal: Sequence[Move]) -> list[int]:
+    """:func:`greedy_scores` as one number per move (``BotHooks.scores``)."""
+    return [first * _FIRST + block for first, block in greedy_scores(view, legal)]
+
+
+def playout_policy(state: GameState) -> Callable[[Sequence[Move]], Move]:
+    """The greedy bot for every seat of ``state``, read from the state itself
+    (the first best move on a tie)."""
+    assert isinstance(state, LineGame)
+    game = state
+    rules = game.rules
+
+    def policy(legal: Sequence[Move]) -> Move:
+        if len(legal) == 1:
+            return legal[0]
+        scores = _scores(rules, game.hands[game.current_seat], game.line, game.open_ends, legal)
+        best = max(range(len(legal)), key=lambda i: (scores[i], -i))
+        return legal[best]
+
+    return policy
+
+
+def reward(state: GameState, seat: int) -> float:
+    """The seat's outcome of its hand's playout: 1 if its side won the hand,
+    plus :data:`POINTS_WEIGHT` per point its side scored in it above the best
+    other side (the points are what the game is won by, CL-SC-2)."""
+    assert isinstance(state, LineGame)
+    scores = [rs[-1] for rs in state.round_scores]
+    sides = _sides(state)
+    mine = next(side for side in sides if seat in side)
+    points = {side: sum(scores[s] for s in side) for side in sides}
+    best_other = max(points[side] for side in sides if side != mine)
+    winner = state.hand_winners[-1]
+    won = 1.0 if winner in mine else 0.0
+    return won + POINTS_WEIGHT * (points[mine] - best_other)
+
+
+def results(state: GameState) -> list[HandResult]:
+    """Every hand of a finished game: its win shares (the hand's winner, or
+    its team's two seats half each; a tie split between all seats) and each
+    seat's score in it."""
+    assert isinstance(state, LineGame)
+    n = state.players
+    out = []
+    for i, scores in enumerate(zip(*state.round_scores, strict=True)):
+        winner = state.hand_winners[i]
+        if winner < 0:
+            shares = [1.0 / n] * n
+        elif state.teams:
+            shares = [0.5 if s & 1 == winner & 1 else 0.0 for s in range(n)]
+        else:
+            shares = [1.0 if s == winner else 0.0 for s in range(n)]
+        out.append(HandResult(tuple(shares), tuple(scores)))
+    return out
+
+
+def describe(rules: LineRules) -> str:
+    """The arena's line for resolved line-game rules."""
+    teams = ", teams" if rules.teams else ""
+    return (
+        f"{rules.game} (preset {rules.preset}), double-{rules.set_max}, "
+        f"{rules.hand_size} tiles, to {rules.target_score}{teams}"
+    )
+
+
+def _sides(state: LineGame) -> list[tuple[int, ...]]:
+    if state.teams:
+        return [(0, 2), (1, 3)]
+    return [(s,) for s in range(state.players)]
+
+
+class LineWorlds:
+    """Full positions consistent with one seat's view (``BotHooks.worlds``).
+
+    The tiles the seat has not seen (the set, less its hand and the line)
+    are dealt at random to the other hands, each at its public count, and to
+    the boneyard (sleeping and reserved tiles included), in a random order.
+    The deal is uniform: it does not use what passes and draws hint at (the
+    view has no move log). A position ends with the view's hand
+    (``last_hand``): a playout stops there instead of dealing the next.
+
+    >>> from engine.games.line import PRESETS, LineGame
+    >>> import random
+    >>> game = LineGame(PRESETS["draw"], 3, "worlds")
+    >>> seat = game.current_seat
+    >>> worlds = LineWorlds(game.view(seat), game.legal_moves())
+    >>> sample = LineGame.from_dict(worlds.sample(random.Random(1)))
+    >>> sample.hand(seat) == game.hand(seat), sample.legal_moves() == game.legal_moves()
+    (True, True)
+    """
+
+    def __init__(self, view: GameView, legal: Sequence[Move]) -> None:
+        seat = view.viewer_seat
+        rules = view.ruleset
+        if not isinstance(rules, LineRules):
+            raise ValueError("not a line game's view")
+        if view.over or view.turn is None or view.hand is None or view.line is None:
+            raise ValueError("the view is not a seat's view of a game in progress")
+        if seat is None or view.current_seat != seat:
+            raise ValueError("the view is not the seat to move's")
+        self.seat: Final = seat
+        players = len(view.players)
+        hand = sorted(t.id for t in view.hand)
+        line = [a << 5 | b for a, b in view.line.tiles]
+        seen = set(hand) | {Tile.of(a, b).id for a, b in view.line.tiles}
+        self.unseen: Final = [t for t in canonical_ids(rules.set_max) if t not in seen]
+        self._counts = [p.hand_count for p in view.players]
+        if sum(self._counts) - self._counts[seat] + view.boneyard_count != len(self.unseen):
+            raise ValueError("the view's counts do not add up to its unseen tiles")
+        opening = -1
+        plays = [m for m in legal if m.kind is MoveKind.PLAY and m.tile is not None]
+        if not line and len(plays) == 1 and len(hand) > 1:
+            assert plays[0].tile is not None
+            opening = plays[0].tile.id  # CL-START-1: the tile that must open
+        round_scores = [list(p.round_scores) for p in view.players]
+        data = LineGame(rules, players, "world").to_dict()
+        data.update(
+            round=view.round,
+            starter=seat,
+            line=line,
+            opening_tile=opening,
+            turn=[seat, view.turn.drew_this_turn],
+            turns=0 if view.turn.first_turn else players,
+            hand_points=[p.score - sum(p.round_scores) for p in view.players],
+            round_scores=round_scores,
+            hand_winners=[-1] * len(round_scores[0]),
+            last_hand=view.round,
+            version=0,
+            history="",
+        )
+        self._template = data
+        self._hand = hand
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        """One position (``LineGame.to_dict``'s form, version 0)."""
+        tiles = self.unseen[:]
+        rng.shuffle(tiles)
+        hands = []
+        at = 0
+        for s, count in enumerate(self._counts):
+            if s == self.seat:
+                hands.append(self._hand[:])
+            else:
+                hands.append(sorted(tiles[at : at + count]))
+                at += count
+        data = dict(self._template)
+        data["hands"] = hands
+        data["boneyard"] = tiles[at:]
+        data["line"] = data["line"][:]
+        data["turn"] = data["turn"][:]
+        data["hand_points"] = data["hand_points"][:]
+        data["round_scores"] = [rs[:] for rs in data["round_scores"]]
+        data["hand_winners"] = data["hand_winners"][:]
+        return data
+
+
+def _worlds(view: GameView, legal: Sequence[Move]) -> LineWorlds:
+    return LineWorlds(view, legal)
+
+
+#: What the bots of ``engine.bots`` and the search of ``engine.expert`` are given.
+HOOKS: Final = BotHooks(
+    scores=hook_scores,
+    sensible=list,
+    worlds=_worlds,
+    playout_policy=playout_policy,
+    reward=reward,
+)
 
 
 def _sevens_fit(

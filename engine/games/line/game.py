@@ -80,6 +80,7 @@ from engine.events import (
     TilePlayed,
     TurnStarted,
 )
+from engine.game import GameStatus
 from engine.games.line.rules import (
     BlockedScoring,
     InPlay,
@@ -87,7 +88,6 @@ from engine.games.line.rules import (
     Matching,
     Opening,
 )
-from engine.mexican_train import GameStatus
 from engine.moves import DRAW, PASS, Move, MoveKind, TrainKind, TrainRef
 from engine.shuffle import shuffle
 from engine.tiles import TILES, Tile, canonical_ids
@@ -223,6 +223,11 @@ class LineGame:
         self.hand_points = [0] * n
         #: Each seat's total: its finished hands plus ``hand_points``.
         self.scores = [0] * n
+        #: Each finished hand's winner (the seat credited), ``-1`` on a tie.
+        self.hand_winners: list[int] = []
+        #: A hand after which the game ends whatever the scores (0: none): set
+        #: only in a search's positions (``engine.games.line.bots.LineWorlds``).
+        self.last_hand = 0
         self.over = False
         self.winners: tuple[int, ...] = ()
         self.starter = 0
@@ -585,7 +590,7 @@ class LineGame:
         elif not self._can_draw() and not self._anyone_fits():
             self._record_hand(RoundEndReason.BLOCKED, self._blocked_winner()[0], ev)
         else:
-            self._record_hand(None, None, ev)
+            self._record_hand(None, seat, ev)  # the hand ends with the game
         self._finish(seat, ev)
         return True
 
@@ -645,20 +650,37 @@ class LineGame:
         if winner is not None and self._total_of(winner) >= self._target:
             self._finish(winner, ev)  # CL-SC-2
             return
+        if self.round == self.last_hand:
+            self._cut(winner, ev)  # a search's position: its game is this hand
+            return
         self._deal(self.round + 1, -1 if winner is None else winner, ev)
 
     def _record_hand(
         self, reason: RoundEndReason | None, winner: int | None, ev: list[Event] | None
     ) -> None:
-        """The hand's scores go to ``round_scores``; ``reason`` ``None``: the game
-        ended in the hand (CL-SC-2), which then ends with no ``RoundEnded``."""
+        """The hand's scores go to ``round_scores`` and its winner (``None``: a
+        tie) to ``hand_winners``; ``reason`` ``None``: the game ended in the
+        hand (CL-SC-2), which then ends with no ``RoundEnded``, and ``winner``
+        is the seat that reached the target."""
         scores = tuple(self.hand_points)
         for seat, points in enumerate(scores):
             self.round_scores[seat].append(points)
+        self.hand_winners.append(-1 if winner is None else winner)
         self.hand_points = [0] * self._players
         self._legal = None
         if ev is not None and reason is not None:
             ev.append(RoundEnded(self.round, reason, scores, winner))
+
+    def _cut(self, winner: int | None, ev: list[Event] | None) -> None:
+        """The end of a game cut to one hand (``last_hand``, for search): over,
+        won by the hand's winner (none on a tie)."""
+        if winner is None:
+            self.over = True
+            self.winners = ()
+            if ev is not None:
+                ev.append(GameEnded(tuple(self.scores), (), self._seed))
+            return
+        self._finish(winner, ev)
 
     def _finish(self, seat: int, ev: list[Event] | None) -> None:
         self.over = True
@@ -773,6 +795,7 @@ class LineGame:
     def is_over(self) -> bool:
         return self.over
 
+    @property
     def history(self) -> list[Move]:
         """Every move applied since the deal of hand 1, in order."""
         if self._history_moves is None:
@@ -790,6 +813,7 @@ class LineGame:
             self._history_tail = []
         return self._history_text
 
+    @property
     def totals(self) -> list[int]:
         """Each seat's score so far (a team's score is the sum of its seats')."""
         return self.scores[:]
@@ -859,6 +883,8 @@ class LineGame:
             "round_scores": [rs[:] for rs in self.round_scores],
             "over": self.over,
             "winners": list(self.winners),
+            "hand_winners": self.hand_winners[:],
+            "last_hand": self.last_hand,
             "history": self._history_string(),
         }
 
@@ -971,7 +997,11 @@ class LineGame:
         if not isinstance(self.over, bool):
             raise CorruptStateError("over is a flag")
         self.winners = tuple(_int(w, 0, n - 1) for w in data["winners"])
-        if self.over != bool(self.winners):
+        self.hand_winners = [_int(w, -1, n - 1) for w in data["hand_winners"]]
+        self.last_hand = _int(data["last_hand"], 0)
+        if len(self.hand_winners) != len(self.round_scores[0]):
+            raise CorruptStateError("hand_winners does not match round_scores")
+        if self.over != bool(self.winners) and not (self.over and self.last_hand):
             raise CorruptStateError("a game over has winners, and only then")
         text = data["history"]
         if not isinstance(text, str) or (text.count(" ") + 1 if text else 0) != self.version:
@@ -991,6 +1021,7 @@ class LineGame:
         other.hand_points = self.hand_points[:]
         other.scores = self.scores[:]
         other.round_scores = [rs[:] for rs in self.round_scores]
+        other.hand_winners = self.hand_winners[:]
         other.opening_events = self.opening_events[:]
         other._history_tail = self._history_tail[:]
         if self._history_moves is not None:
