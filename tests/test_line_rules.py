@@ -1027,3 +1027,12 @@ def test_view_is_an_engine_game_view() -> None:
     assert view.status is GameStatus.IN_PROGRESS
     with pytest.raises(ValueError, match="seat"):
         game.view(3)
+
+
+def test_cl_end_1_a_blocked_position_ends_at_the_next_pass() -> None:
+    # Never reached by a game's own moves (the play before ends the hand), but
+    # a search deals hidden tiles anew: nobody can place, and nothing to draw.
+    game = position("block", hands=["5-5 6-6", "0-0 4-4"], line="1-2")
+    assert notations(game) == ["pass"]
+    events = play(game, "pass")
+    assert events[:2] == [Passed(0), RoundEnded(1, BLOCKED, (0, 14), 1)]

@@ -454,7 +454,13 @@ class LineGame:
         else:
             if ev is not None:
                 ev.append(Passed(self.current_seat))
-            self._next_turn(ev)  # CL-BLOCK-1, CL-DRAW-1
+            if self._can_draw() or self._anyone_fits():
+                self._next_turn(ev)  # CL-BLOCK-1, CL-DRAW-1
+            else:
+                # CL-END-1, checked after every move: a game's own moves never
+                # get here (the move before ended the hand), but a search's
+                # position deals the hidden tiles anew, and may be blocked.
+                self._end_hand(RoundEndReason.BLOCKED, ev)
         self.version += 1
         self._history_tail.append(move)
         self._legal = None
