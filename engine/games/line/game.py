@@ -33,19 +33,11 @@ Readings where RULES.md leaves a choice:
   every seat has had one: turns go strictly clockwise (CL-TURN-1).
 
 Speed: random 2-player Block playouts (``legal_moves`` then ``push``, a new
-game per playout, deals included) run about 9 to 12 times as many hands per
-second as OpenSpiel's ``python_block_dominoes`` random playouts, measured in
-one process, alternating 1-2 s runs of each (11x, and 12x in whole games, on
-a quiet machine; 8 to 10x with the two cores shared).
-
->>> from engine.games.line.rules import PRESETS
->>> g = LineGame(PRESETS["block"], 2, "railyard")
->>> g.round, g.current_seat, [str(m) for m in g.legal_moves()]
-(1, 1, ['5-5@l0'])
->>> [type(e).__name__ for e in g.apply(g.legal_moves()[0])]
-['TilePlayed', 'TurnStarted']
->>> g.open_ends, g.version
-((5, 5), 1)
+game per playout, deals included) run about 9 to 10 times as many hands per
+second as OpenSpiel's ``python_block_dominoes`` random playouts, 10 to 12
+times in whole games (one game deals many hands), measured in one process
+alternating 1-2 s runs of each. A fifth of a one-hand playout is API.md's
+SHA-256 shuffle (about 7 us), which OpenSpiel's chance nodes do not pay.
 """
 
 from __future__ import annotations
