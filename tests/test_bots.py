@@ -50,6 +50,7 @@ from engine.bots import LEVELS, bot_key, choose, greedy_move, random_move
 from engine.games.mexican_train.bots import round_wins
 from engine.games.mexican_train.determinize import Determinizer, NoDeterminizationError
 from service.cli import main
+from tests.presets import MEXICAN_TRAIN_PRESETS
 from tests.scenario import position
 from tests.test_properties import Setup, _hide_and_reshuffle, _move_cap, setups
 
@@ -123,7 +124,7 @@ def test_bot_key_is_public() -> None:
     )
 
 
-@pytest.mark.parametrize("name", sorted(engine.PRESETS))
+@pytest.mark.parametrize("name", sorted(MEXICAN_TRAIN_PRESETS))
 def test_mt_vis_3_states_differing_in_hidden_tiles_give_bots_the_same_input(name: str) -> None:
     """Two states that differ only in other hands and the boneyard order give a
     seat the same view and legal moves, and every level the same choice."""
@@ -172,7 +173,7 @@ def test_a_game_of_bots_replays_exactly() -> None:
 # --------------------------------------------------------------------- every ruleset
 
 
-@pytest.mark.parametrize("name", sorted(engine.PRESETS))
+@pytest.mark.parametrize("name", sorted(MEXICAN_TRAIN_PRESETS))
 def test_bots_only_games_finish_under_every_preset(name: str) -> None:
     rules = engine.preset(name).with_options(rounds=2)
     game = play_out(

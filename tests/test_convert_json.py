@@ -20,6 +20,7 @@ from service import convert
 from service.api import game_service_pb2 as pb
 from service.app import Caller, GameApp
 from service.store.memory import MemoryStore
+from tests.presets import players_for
 
 
 def filled_field_by_field(view: engine.GameView, names: tuple[str, ...], bots: tuple[int, ...]):
@@ -33,8 +34,17 @@ def filled_field_by_field(view: engine.GameView, names: tuple[str, ...], bots: t
         boneyard_count=view.boneyard_count,
         seed_sha256=view.seed_sha256,
         winners=view.winners,
-        engine=pb.Tile(a=view.engine.a, b=view.engine.b),
+        target_score=view.target_score,
     )
+    if view.engine is not None:
+        message.engine.CopyFrom(pb.Tile(a=view.engine.a, b=view.engine.b))
+    if view.line is not None:
+        message.line.SetInParent()
+        message.line.open_ends.extend(view.line.open_ends)
+        for tile in view.line.tiles:
+            message.line.tiles.add(a=tile.a, b=tile.b)
+    for team in view.teams:
+        message.teams.add(seats=team.seats, score=team.score)
     message.ruleset.CopyFrom(convert._ruleset_message(view.ruleset))
     for field in ("current_seat", "viewer_seat", "seed"):
         if getattr(view, field) is not None:
@@ -86,6 +96,7 @@ def assert_same_message(view: engine.GameView, names: tuple[str, ...], bots: tup
 @pytest.mark.parametrize("preset", sorted(engine.PRESETS))
 @pytest.mark.parametrize("players", [2, 4])
 def test_view_to_proto_equals_the_message_filled_field_by_field(preset: str, players: int):
+    players = players_for(preset, players)
     game = engine.new_game(preset, players, f"proto-{preset}-{players}")
     rng = random.Random(players)
     names = tuple(f"P{s}" for s in range(players))
@@ -134,6 +145,7 @@ def test_view_to_proto_long_trains_and_branches():
 @pytest.mark.parametrize("preset", sorted(engine.PRESETS))
 @pytest.mark.parametrize("players", [2, 5])
 def test_view_to_json_equals_message_to_dict(preset: str, players: int) -> None:
+    players = players_for(preset, players)
     game = engine.new_game(preset, players, f"json-{preset}-{players}")
     rng = random.Random(players)
     names = tuple("" if s == 1 else f"P{s}" for s in range(players))  # "" is left out

@@ -356,6 +356,7 @@ def test_whole_game_over_http_two_people_and_a_bot() -> None:
 
             rulesets = (await client.get("/v1/rulesets")).json()
             check("ListRulesetsResponse", rulesets)
+            # API.md: a preset per game, each with its resolved options.
             assert [r["preset"] for r in rulesets["rulesets"]] == [
                 "standard",
                 "pagat",
@@ -364,7 +365,19 @@ def test_whole_game_over_http_two_people_and_a_bot() -> None:
                 "by_set",
                 "house",
                 "chicken_foot",
+                "block",
+                "block_teams",
+                "draw",
+                "draw_teams",
+                "all_fives",
+                "all_fives_teams",
+                "bergen",
+                "matador",
             ]
+            games = {r["preset"]: r.get("game") for r in rulesets["rulesets"]}
+            assert games["block_teams"] == "GAME_BLOCK"
+            assert games["all_fives"] == "GAME_ALL_FIVES"
+            assert games["house"] == "GAME_MEXICAN_TRAIN"
 
     run(scenario())
 
@@ -462,7 +475,13 @@ def test_bad_rulesets_and_deals_are_invalid_argument() -> None:
                 ({"preset": "martian"}, "INVALID_ARGUMENT", {}),
                 ({"mexicanTrains": 0}, "INVALID_ARGUMENT", {}),
                 ({"setMax": 40}, "INVALID_ARGUMENT", {}),
-                ({"game": "GAME_BLOCK"}, "INVALID_ARGUMENT", {}),
+                ({"game": "GAME_CHICKEN_FOOT"}, "INVALID_ARGUMENT", {}),  # not yet played
+                ({"game": "GAME_BLOCK", "rounds": 2}, "INVALID_ARGUMENT", {"rule": "CL-SET-1"}),
+                (
+                    {"preset": "block", "game": "GAME_DRAW"},
+                    "INVALID_ARGUMENT",
+                    {"rule": "CL-SET-1"},
+                ),
                 ({"setMax": 6, "handSize": 15}, "DEAL_DOES_NOT_FIT", {"rule": "MT-DEAL-2"}),
             ]
             for ruleset, reason, metadata in cases:

@@ -15,6 +15,7 @@ from service.api import game_service_pb2 as pb
 from service.app import Caller, GameApp
 from service.jsonwire import to_dict
 from service.store.memory import MemoryStore
+from tests.presets import is_line_game
 
 
 async def _messages(preset: str, seed: str) -> list[Message]:
@@ -22,10 +23,14 @@ async def _messages(preset: str, seed: str) -> list[Message]:
     players = [
         pb.Player(display_name=f"P{i}", bot=pb.BOT_LEVEL_RANDOM if i == 2 else 0) for i in range(4)
     ]
+    # Mexican Train: two rounds; a classic game: a target of 100.
+    ruleset = pb.Ruleset(preset=preset)
+    if is_line_game(preset):
+        ruleset.target_score = 100
+    else:
+        ruleset.rounds = 2
     created = await app.create_game(
-        pb.CreateGameRequest(
-            ruleset=pb.Ruleset(preset=preset, rounds=2), players=players, seed=seed
-        ),
+        pb.CreateGameRequest(ruleset=ruleset, players=players, seed=seed),
         Caller(),
     )
     out: list[Message] = [created, app.list_rulesets()]

@@ -55,6 +55,7 @@ from engine import (
     TurnStarted,
 )
 from engine.games.mexican_train.game import _hand_ids
+from tests.presets import MEXICAN_TRAIN_PRESETS
 
 Pair = tuple[int, int]
 
@@ -93,7 +94,7 @@ class Setup:
         overrides = {
             k: v
             for k, v in self.rules.to_dict().items()
-            if v != engine.PRESETS[self.rules.preset].to_dict().get(k)
+            if v != MEXICAN_TRAIN_PRESETS[self.rules.preset].to_dict().get(k)
         }
         return (
             f"preset={self.rules.preset!r} options={overrides} players={self.players} "
@@ -109,7 +110,7 @@ def _maybe(draw: st.DrawFn, strategy: st.SearchStrategy[Any]) -> Any:
 @st.composite
 def setups(draw: st.DrawFn, max_rounds: int = 2) -> Setup:
     """A playable (ruleset, players, seed): every RULES.md option may vary."""
-    base = engine.preset(draw(st.sampled_from(sorted(engine.PRESETS))))
+    base = engine.preset(draw(st.sampled_from(sorted(MEXICAN_TRAIN_PRESETS))))
     players = draw(st.integers(2, 8) | st.integers(2, 14))
     opts: dict[str, Any] = {}
     choices: dict[str, st.SearchStrategy[Any]] = {

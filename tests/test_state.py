@@ -22,6 +22,7 @@ import pytest
 import engine
 from engine import MexicanTrain, preset
 from engine.games.mexican_train.game import STATE_FORMAT
+from tests.presets import MEXICAN_TRAIN_PRESETS
 
 FORMAT_1: list[dict[str, Any]] = json.loads(
     (Path(__file__).parent / "fixtures" / "mexican_train_format_1.json").read_text()
@@ -151,4 +152,4 @@ def test_the_format_1_states_cover_every_field() -> None:
     assert any(d["answers"] for d in doubles)
     assert {d["played_this_turn"] for d in doubles} == {0, 1}
     assert any(len(train) > 1 for s in states for train in s["trains"])  # MT-DBL-7 branches
-    assert {s["rules"]["preset"] for s in states} == set(engine.PRESETS)
+    assert {s["rules"]["preset"] for s in states} == set(MEXICAN_TRAIN_PRESETS)
