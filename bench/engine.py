@@ -43,7 +43,10 @@ ROOT: Final = _HERE.parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.insert(0, str(ROOT))
 
-from engine import MexicanTrain, Move, Ruleset, preset  # noqa: E402
+from engine.games.line import LineGame, LineRules, line_rules  # noqa: E402
+from engine.games.mexican_train.game import MexicanTrain  # noqa: E402
+from engine.games.mexican_train.rules import Ruleset, preset  # noqa: E402
+from engine.moves import Move  # noqa: E402
 from engine.shuffle import shuffle  # noqa: E402
 from engine.tiles import canonical_ids  # noqa: E402
 
@@ -70,6 +73,42 @@ VARIANTS: Final = (
     Variant("4p_standard", "4p double-12 standard", preset("standard").with_options(rounds=1), 4),
     Variant("2p_pagat", "2p double-12 pagat", preset("pagat").with_options(rounds=1), 2),
 )
+
+
+@dataclass(frozen=True)
+class LineVariant:
+    """A classic game measured one hand per playout, as OpenSpiel's games are."""
+
+    key: str
+    title: str
+    ruleset: LineRules
+    players: int
+    #: The OpenSpiel game that plays the same hand, if any.
+    peer: str | None
+
+
+# target_score 1: a game ends with its first hand that scores (nearly every
+# one), as OpenSpiel's game is one hand, instead of dealing the next.
+_OPENSPIEL_BLOCK: Final = line_rules("block", opening="seat0_any", target_score=1)
+LINE_VARIANTS: Final = (
+    # OpenSpiel's block dominoes: seat 0 opens with any tile (CL-START-1 seat0_any).
+    LineVariant("2p_block", "2p block (seat0_any)", _OPENSPIEL_BLOCK, 2, "python_block_dominoes"),
+    LineVariant(
+        "4p_block_teams",
+        "4p block teams",
+        line_rules("block", "block_teams", target_score=1),
+        4,
+        None,
+    ),
+    # Its default target: points come during play (CL-A5-1), so a target of 1
+    # would end the game at the first multiple of five; the hand's end deals
+    # the next one, which this playout pays for.
+    LineVariant("2p_all_fives", "2p all fives", line_rules("all_fives"), 2, None),
+    LineVariant("2p_matador", "2p matador", line_rules("matador", target_score=1), 2, None),
+)
+#: The classic-game target: random playouts of a 2-player Block hand at
+#: least this many times OpenSpiel's python_block_dominoes (issue 11).
+TARGET_OPENSPIEL_RATIO: Final = 10.0
 
 
 def seeds_for(n: int) -> list[str]:
@@ -118,6 +157,62 @@ def playout_work(variant: Variant, use_apply: bool) -> Callable[[Sequence[str]],
                 options = legal()
                 step(options[int(rnd() * len(options))])
             moves += game.version
+        return moves
+
+    return run
+
+
+def line_playout_work(variant: LineVariant) -> Callable[[Sequence[str]], int]:
+    """Deal and play one hand per seed (uniformly random moves) to its end;
+    returns the moves. The deal is API.md's SHA-256 shuffle (MT-FAIR-1), which
+    OpenSpiel's chance nodes do not pay. A hand nobody scores (a blocked tie)
+    deals the next, which the playout stops at; All Fives may end mid-hand."""
+    ruleset, players = variant.ruleset, variant.players
+
+    def run(seeds: Sequence[str]) -> int:
+        rng = random.Random()
+        rnd = rng.random
+        moves = 0
+        for seed in seeds:
+            rng.seed(seed)
+            game = LineGame(ruleset, players, seed)
+            legal = game.legal_moves
+            push = game.push
+            while not game.over and game.round == 1:
+                options = legal()
+                push(options[int(rnd() * len(options))])
+            moves += game.version
+        return moves
+
+    return run
+
+
+def openspiel_playout_work(name: str) -> Callable[[Sequence[str]], int] | None:
+    """Random playouts of OpenSpiel's ``name`` (chance outcomes drawn by their
+    probabilities, players' actions uniformly), one hand each; None when
+    OpenSpiel is not installed (it is a development dependency)."""
+    try:
+        import pyspiel  # type: ignore[import-not-found]
+        from open_spiel.python import games  # type: ignore[import-untyped]  # noqa: F401
+    except ImportError:
+        return None
+    game = pyspiel.load_game(name)
+
+    def run(seeds: Sequence[str]) -> int:
+        rng = random.Random()
+        rnd = rng.random
+        moves = 0
+        for seed in seeds:
+            rng.seed(seed)
+            state = game.new_initial_state()
+            while not state.is_terminal():
+                if state.is_chance_node():
+                    outcomes = state.chance_outcomes()  # uniform over the tiles left
+                    state.apply_action(outcomes[int(rnd() * len(outcomes))][0])
+                else:
+                    actions = state.legal_actions()
+                    state.apply_action(actions[int(rnd() * len(actions))])
+                    moves += 1
         return moves
 
     return run
@@ -324,6 +419,11 @@ def run_benchmark(seconds: float, rounds: int | None, wall: bool) -> dict[str, A
             pos.legal_moves()  # fill the cache
         cached_calls = [pos.legal_moves for pos in positions]
         suite.add(f"cached {v.key}", generate_work, cycled(cached_calls, HOT_CALLS))
+    for lv in LINE_VARIANTS:
+        suite.add(f"line {lv.key}", line_playout_work(lv), seeds_for, rounds)
+        peer = openspiel_playout_work(lv.peer) if lv.peer else None
+        if peer is not None:
+            suite.add(f"openspiel {lv.key}", peer, seeds_for, rounds)
     t = suite.run()
 
     summary: dict[str, Any] = {
@@ -432,6 +532,46 @@ def run_benchmark(seconds: float, rounds: int | None, wall: bool) -> dict[str, A
             "cached_call_us": cached_call * 1e6,
         }
     summary["legal_moves"] = legal
+    print()
+
+    print(
+        "classic games: random playouts of one hand per fresh seed (deal included), "
+        "next to OpenSpiel's game of the same hand in the same run"
+    )
+    print(
+        f"  {'variant':<22} {'hands/s':>9} {'moves/s':>10} {'moves/hand':>10} {'per hand':>10} "
+        f"{'OpenSpiel hands/s':>18} {'ours/OpenSpiel':>15} {'noise':>6}"
+    )
+    classic: dict[str, Any] = {}
+    ratio_of_target: float | None = None
+    for lv in LINE_VARIANTS:
+        run = t[f"line {lv.key}"]
+        peer_run = t.get(f"openspiel {lv.key}")
+        ratio = run.rate / peer_run.rate if peer_run is not None else None
+        if lv.peer == "python_block_dominoes":
+            ratio_of_target = ratio
+        peer_text = f"{peer_run.rate:,.0f}" if peer_run is not None else "-"
+        ratio_text = f"{ratio:.1f}x" if ratio is not None else "-"
+        print(
+            f"  {lv.title:<22} {run.rate:>9,.0f} {run.count / run.best:>10,.0f} "
+            f"{run.count / run.units:>10.1f} {us(run.per_unit):>10} {peer_text:>18} "
+            f"{ratio_text:>15} {run.spread:>6.1%}"
+        )
+        classic[lv.key] = {
+            "hands_per_s": run.rate,
+            "moves_per_s": run.count / run.best,
+            "openspiel_hands_per_s": None if peer_run is None else peer_run.rate,
+            "ratio": ratio,
+        }
+    summary["classic"] = classic
+    if ratio_of_target is None:
+        print("  (OpenSpiel is not installed: `make` installs it with the development tools)")
+    else:
+        verdict = "PASS" if ratio_of_target >= TARGET_OPENSPIEL_RATIO else "FAIL"
+        print(
+            f"target: 2p Block random playouts >= {TARGET_OPENSPIEL_RATIO:g}x OpenSpiel's "
+            f"python_block_dominoes: {verdict} ({ratio_of_target:.1f}x)"
+        )
     print()
 
     rate = t[f"push {VARIANTS[0].key}"].rate
