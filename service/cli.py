@@ -175,7 +175,7 @@ def describe(event: pb.GameEvent, names: Sequence[str]) -> str | None:
     if kind == "round_started":
         r = event.round_started
         if not r.HasField("engine"):
-            return f"Hand {r.round} is dealt; {names[r.starter]} opens"
+            return f"Hand {r.round} is dealt; to open: {names[r.starter]}"
         return f"Round {r.round} starts: engine {_tile(r.engine)}, {names[r.starter]} starts"
     if kind == "round_ended":
         e2 = event.round_ended
@@ -219,7 +219,7 @@ async def _play_game(
     names = [p.display_name for p in created.game.players]
     write(
         f"Game {game_id}: {created.game.ruleset.preset} rules, {args.players} players. "
-        "Type a move number, a move like 5-12@p0, or q."
+        "Type a move number, a move's text (5-12@p0, 3-5@l1, draw), or q."
     )
     log = await stub.GetGameLog(pb.GetGameLogRequest(game_id=game_id))
     for event in log.events:
