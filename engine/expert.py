@@ -18,7 +18,9 @@ more than SWITCH_MARGIN standard errors of the paired differences: measured
 against greedy opponents, switching on any lead (margin 0) played worse than
 the greedy bot itself, as a few dozen worlds cannot resolve small
 differences; margin 1 won 7 to 10 points more rounds than greedy in the
-same seat of the same deals.
+same seat of the same deals. A game may set its own margin
+(``BotHooks.switch_margin``; the line games, whose short hands give many
+more worlds per decision, switch on any lead).
 
 The budget counts the moves the playouts make, not milliseconds, so a
 decision depends only on the view, the legal moves and the key (a game
@@ -95,22 +97,23 @@ def expert_move(
             playout(state, random.Random(playout_seed), game.playout_policy(state))
             outcomes.append(game.reward(state, seat))
             spent += state.version + PLAYOUT_SETUP  # a world starts at version 0
-    return candidates[_pick(results)]
+    margin = SWITCH_MARGIN if game.switch_margin is None else game.switch_margin
+    return candidates[_pick(results, margin)]
 
 
-def _pick(results: list[list[float]]) -> int:
+def _pick(results: list[list[float]], margin: float = SWITCH_MARGIN) -> int:
     """The candidate to play: the best mean, if it beats the greedy choice
-    (candidate 0) by SWITCH_MARGIN standard errors of their paired
+    (candidate 0) by ``margin`` standard errors of their paired
     differences, else the greedy choice."""
     means = [fmean(r) for r in results]
     best = max(range(len(results)), key=lambda i: (means[i], -i))
-    if best == 0 or SWITCH_MARGIN <= 0:
+    if best == 0 or margin <= 0:
         return best
     diffs = [x - y for x, y in zip(results[best], results[0], strict=True)]
     if len(diffs) < 2:
         return best
     spread = stdev(diffs)
-    if spread == 0 or fmean(diffs) > SWITCH_MARGIN * spread / math.sqrt(len(diffs)):
+    if spread == 0 or fmean(diffs) > margin * spread / math.sqrt(len(diffs)):
         return best
     return 0
 

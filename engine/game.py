@@ -161,6 +161,9 @@ class BotHooks:
     playout_policy: Callable[[GameState], Callable[[Sequence[Move]], Move]]
     #: The seat's outcome of a playout that ended (its round or hand over).
     reward: Callable[[GameState, int], float]
+    #: How sure the search must be to overrule the greedy choice, in standard
+    #: errors of the paired differences (``None``: ``engine.expert.SWITCH_MARGIN``).
+    switch_margin: float | None = None
 
 
 @dataclass(frozen=True)
