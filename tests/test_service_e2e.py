@@ -11,6 +11,8 @@ balancer would. What is checked:
   error bodies), read raw off the wire, names a tile of another hand or of
   the boneyard (a block game's sleeping tiles included, also after a hand
   ends), or the seed before the game is over;
+* the classic games' refusals over both transports, each with its reason and
+  CL- rule, none of them changing the game;
 * races between instances: one winner per version, one application per
   requestId, the same answer byte for byte to every retry;
 * CreateGame with a requestId is idempotent, and only its first answer
@@ -1271,6 +1273,256 @@ async def _hidden_game(
         assert hands >= 2, f"{hands} hand(s): the target score is too high for this check"
         assert any(_kind(e) == "roundEnded" for e in log)
     return leaks.found
+
+
+# ------------------------------------------------------------------ classic refusals
+
+#: Per classic preset, an option its game does not have (CL-SET-1): the
+#: option's snake_case name (the proto field) and a value for it.
+NOT_AN_OPTION: Final[dict[str, tuple[str, Any]]] = {
+    "block": ("boneyard_reserve", 2),  # Block never draws
+    "block_teams": ("double_blank_value", 0),
+    "draw": ("rounds", 2),
+    "draw_teams": ("center_lines", 4),  # Chicken Foot's
+    "all_fives": ("first_player", pb.FIRST_PLAYER_SEAT0),
+    "all_fives_teams": ("knock_rule", pb.KNOCK_RULE_PENALTY),
+    "bergen": ("teams", True),
+    "matador": ("teams", False),  # refused even at its default value
+}
+
+_FAILED = "FAILED_PRECONDITION"
+
+
+def _create_refusals(preset: str) -> list[tuple[str, int, dict[str, Any], str, str, list[str]]]:
+    """(what, players, ruleset fields, reason, rule, words of the message) of
+    CreateGame requests for ``preset`` that RULES.md section 3 refuses."""
+    rules = engine.preset(preset)
+    game = rules.game
+    this = pb.Game.Value(f"GAME_{game.upper()}")
+    other = next(g for g in (pb.GAME_DRAW, pb.GAME_BLOCK) if g != this)
+    other_name = pb.Game.Name(other).removeprefix("GAME_").lower()
+    n = players_for(preset, 2)
+    option, value = NOT_AN_OPTION[preset]
+    cases = [
+        ("not an option", n, {option: value}, "INVALID_ARGUMENT", "CL-SET-1", [option, game]),
+        (
+            "a preset of another game",
+            n,
+            {"game": other},
+            "INVALID_ARGUMENT",
+            "CL-SET-1",
+            [preset, game, other_name],
+        ),
+        (
+            "Mexican Train's preset",
+            n,
+            {"preset": "standard", "game": this},
+            "INVALID_ARGUMENT",
+            "CL-SET-1",
+            ["standard", game],
+        ),
+        ("target 0", n, {"target_score": 0}, "INVALID_ARGUMENT", "CL-SET-1", ["target_score"]),
+        ("hand size 0", n, {"hand_size": 0}, "INVALID_ARGUMENT", "CL-SET-1", ["hand_size"]),
+        ("set above 12", n, {"set_max": 13}, "INVALID_ARGUMENT", "CL-SET-1", ["set_max"]),
+        ("5 with double-six", 5, {}, "INVALID_ARGUMENT", "CL-SET-1", ["double-six", "5"]),
+        (
+            "the deal does not fit",
+            n,
+            {"hand_size": 28 // n + 1},
+            "DEAL_DOES_NOT_FIT",
+            "CL-DEAL-1",
+            [f"{n} players", "28 tiles"],
+        ),
+    ]
+    if "teams" in rules.options:
+        teams = {} if rules.teams else {"teams": True}
+        cases += [
+            (f"teams of {k}", k, teams, "INVALID_ARGUMENT", "CL-TEAM-1", ["4", str(k)])
+            for k in (2, 3)
+        ]
+    if "boneyard_reserve" in rules.options:
+        cases.append(
+            ("reserve 1", n, {"boneyard_reserve": 1}, "INVALID_ARGUMENT", "CL-DRAW-1", ["0 or 2"])
+        )
+    return cases
+
+
+def _expected_rules(preset: str) -> set[tuple[str, str, str]]:
+    """The (reason, rule, detail) refusals every game of ``preset`` meets in
+    ``test_classic_refusals``."""
+    rules = engine.preset(preset)
+    join = "CL-MAT-1" if rules.game == "matador" else "CL-LINE-1"
+    out = {
+        ("NOT_YOUR_TURN", "CL-TURN-1", "NOT_YOUR_TURN"),
+        ("ILLEGAL_MOVE", "CL-START-1", "MUST_OPEN_WITH"),
+        ("ILLEGAL_MOVE", "CL-TURN-1", "MUST_PLAY"),  # a pass or a draw by a seat that can place
+        ("ILLEGAL_MOVE", "CL-TURN-1", "CANNOT_END_TURN"),
+        ("ILLEGAL_MOVE", "CL-TURN-1", "TILE_NOT_IN_HAND"),
+        ("ILLEGAL_MOVE", "CL-LINE-1", "NO_SUCH_TRAIN"),
+        ("ILLEGAL_MOVE", join, "TILE_DOES_NOT_MATCH"),
+        ("ILLEGAL_MOVE", join, "EXPOSED_NUMBER"),
+        ("GAME_OVER", "CL-SC-2", "GAME_OVER"),
+    }
+    if not draws(preset):
+        out.add(("ILLEGAL_MOVE", "CL-BLOCK-1", "CANNOT_DRAW"))  # Block and Bergen pass
+    elif rules.teams:
+        out.add(("ILLEGAL_MOVE", "CL-DRAW-1", "CANNOT_DRAW"))  # four hands: no boneyard
+    else:
+        out.add(("ILLEGAL_MOVE", "CL-DRAW-1", "CANNOT_PASS"))  # draw while the boneyard lasts
+    return out
+
+
+@pytest.mark.parametrize("preset", LINE_PRESETS)
+@pytest.mark.parametrize("transport", ["grpc", "http"])
+def test_classic_refusals(redis_url: str, transport: str, preset: str) -> None:
+    """API.md Errors for a classic game, over one transport: every CreateGame
+    RULES.md section 3 refuses (an option the game does not have, named with
+    the game; a preset of another game; teams without four players; a deal
+    that does not fit) stores nothing, and every move refused during a whole
+    game (NOT_YOUR_TURN, ILLEGAL_MOVE with its CL- rule in metadata.rule,
+    BAD_SEAT_TOKEN, UNAUTHENTICATED, VERSION_MISMATCH, then GAME_OVER)
+    leaves the stored game exactly as it was."""
+
+    async def go() -> None:
+        async with instance(redis_url) as one:
+            client: Client = one.grpc if transport == "grpc" else one.rest
+            for what, n, fields, reason, rule, words in _create_refusals(preset):
+                request = pb.CreateGameRequest(
+                    ruleset=pb.Ruleset(**{"preset": preset, **fields}), players=people(n)
+                )
+                reply = await client.create(request)
+                assert (reply.code, reply.reason) == ("INVALID_ARGUMENT", reason), (what, reply)
+                assert client.name == "grpc" or reply.http_status == 400
+                assert reply.data["details"][0]["metadata"]["rule"] == rule, (what, reply.data)
+                for word in words:
+                    assert word in reply.data["message"], (what, word, reply.data["message"])
+            assert _games_in_redis(redis_url) == 0, "a refused CreateGame stored a game"
+            await _refused_moves(one, client, preset)
+
+    run(go())
+
+
+async def _refused_moves(one: Instance, client: Client, preset: str) -> None:
+    n = players_for(preset, 2)
+    seed = _seed(f"refusals-{client.name}-{preset}")
+    created = (await client.create(_request(n, {}, seed, preset=preset))).ok()
+    game_id = created["game"]["gameId"]
+    tokens = _tokens(created)
+    stranger = _tokens((await client.create(_request(n, {}, seed, preset=preset))).ok())[0]
+    rng = random.Random(seed)
+    seen: set[tuple[str, str, str]] = set()
+    join = "CL-MAT-1" if engine.preset(preset).game == "matador" else "CL-LINE-1"
+
+    async def refused(
+        token: str | None,
+        move: dict[str, Any],
+        reason: str,
+        rule: str | None = None,
+        detail: str | None = None,
+        **kw: Any,
+    ) -> None:
+        """``move`` is refused with ``reason`` (and the rule and the engine's
+        detail, when given), and nothing in the store changes."""
+        before = await one.store.load(game_id)
+        reply = await client.apply(game_id, token, move, **kw)
+        after = await one.store.load(game_id)
+        assert before is not None
+        assert after is not None
+        assert reply.reason == reason, (move, reply.data)
+        assert (after.version, after.state) == (before.version, before.state), (move, reason)
+        info = reply.data["details"][0]
+        meta = info.get("metadata", {})
+        if reason in ("ILLEGAL_MOVE", "NOT_YOUR_TURN", "GAME_OVER"):
+            assert reply.code == _FAILED
+            assert client.name == "grpc" or reply.http_status == 400
+            seen.add((reason, meta["rule"], meta["detail"]))
+        assert rule is None or meta.get("rule") == rule, (move, reply.data)
+        assert detail is None or meta.get("detail") == detail, (move, reply.data)
+
+    def play(tile: TileT, end: int = 0) -> dict[str, Any]:
+        return {"play": {"tile": {"a": tile[0], "b": tile[1]}, "train": {"line": {}, "end": end}}}
+
+    view = created["game"]
+    mover = view["currentSeat"]
+    other = (mover + 1) % n
+    hand = {
+        _tile(t.get("a", 0), t.get("b", 0))
+        for t in (await client.get(game_id, tokens[mover])).ok()["hand"]
+    }
+    [opening] = (await client.legal(game_id, tokens[mover])).ok()["moves"]
+    assert opening["notation"].endswith("@l0")  # CL-START-1: the one legal first move
+    # Seat tokens, in every call that takes one.
+    for token in ("not-a-token", stranger):
+        for call in (client.get(game_id, token), client.legal(game_id, token)):
+            reply = await call
+            assert (reply.code, reply.reason) == ("PERMISSION_DENIED", "BAD_SEAT_TOKEN")
+        await refused(token, opening["move"], "BAD_SEAT_TOKEN")
+    await refused(None, opening["move"], "UNAUTHENTICATED")
+    await refused(tokens[mover], opening["move"], "VERSION_MISMATCH", expected=1)
+    await refused(tokens[other], opening["move"], "NOT_YOUR_TURN", "CL-TURN-1")
+    opener = opening["move"]["play"]["tile"]
+    opener_tile = _tile(opener.get("a", 0), opener.get("b", 0))
+    mover_token = tokens[mover]
+    # CL-START-1: the highest double (or the heaviest tile) opens the first hand.
+    another = play(min(hand - {opener_tile}))
+    await refused(mover_token, another, "ILLEGAL_MOVE", "CL-START-1", "MUST_OPEN_WITH")
+    await refused(mover_token, play(opener_tile, 1), "ILLEGAL_MOVE", "CL-LINE-1", "NO_SUCH_TRAIN")
+    for move in ({"pass": {}}, {"draw": {}}):  # CL-TURN-1: whoever can place must
+        await refused(mover_token, move, "ILLEGAL_MOVE", "CL-TURN-1", "MUST_PLAY")
+    await refused(mover_token, {"endTurn": {}}, "ILLEGAL_MOVE", "CL-TURN-1", "CANNOT_END_TURN")
+    absent = next(_tile(a, b) for a in range(7) for b in range(a, 7) if _tile(a, b) not in hand)
+    await refused(mover_token, play(absent), "ILLEGAL_MOVE", "CL-TURN-1", "TILE_NOT_IN_HAND")
+    seat_train = {"play": {"tile": opener, "train": {"seat": mover}}}
+    await refused(mover_token, seat_train, "ILLEGAL_MOVE", "CL-LINE-1", "NO_SUCH_TRAIN")
+    malformed = await client.apply(game_id, tokens[mover], play((7, 7)))  # T-1: not double-six
+    assert (malformed.code, malformed.reason) == ("INVALID_ARGUMENT", "INVALID_ARGUMENT")
+
+    # A whole game at random, refusing on the way what each position forbids.
+    while not _finished(view):
+        mover = view["currentSeat"]
+        token = tokens[mover]
+        legal = (await client.legal(game_id, token)).ok()["moves"]
+        kinds = {next(iter(m["move"])) for m in legal}
+        if kinds == {"pass"}:  # CL-BLOCK-1: no drawing; CL-DRAW-1: no more than the reserve
+            blocked = "CL-DRAW-1" if draws(preset) else "CL-BLOCK-1"
+            await refused(token, {"draw": {}}, "ILLEGAL_MOVE", blocked, "CANNOT_DRAW")
+        elif kinds == {"draw"}:
+            await refused(token, {"pass": {}}, "ILLEGAL_MOVE", "CL-DRAW-1", "CANNOT_PASS")
+        elif rng.random() < 0.3:
+            mine = (await client.get(game_id, token)).ok()["hand"]
+            hand = {_tile(t.get("a", 0), t.get("b", 0)) for t in mine}
+            fits = {_move_key(m["move"])[1] for m in legal}
+            stuck = sorted(hand - fits)
+            if stuck and view["line"].get("tiles"):  # CL-LINE-1 / CL-MAT-1: joins no end
+                bad = play(rng.choice(stuck), rng.randrange(2))
+                await refused(token, bad, "ILLEGAL_MOVE", join, "TILE_DOES_NOT_MATCH")
+            elif stuck:  # CL-START-1: a hand after one nobody won opens as the first
+                bad = play(rng.choice(stuck))
+                await refused(token, bad, "ILLEGAL_MOVE", "CL-START-1", "MUST_OPEN_WITH")
+            pick = rng.choice(legal)["move"]["play"]
+            named = {**pick, "exposed": pick["tile"].get("a", 0)}  # a plain tile names none
+            if "exposed" in pick:  # a two-way matador must name one
+                named = {k: v for k, v in pick.items() if k != "exposed"}
+            await refused(token, {"play": named}, "ILLEGAL_MOVE", join, "EXPOSED_NUMBER")
+            await refused(token, {"pass": {}}, "ILLEGAL_MOVE", "CL-TURN-1", "MUST_PLAY")
+            await refused(tokens[(mover + 1) % n], {"pass": {}}, "NOT_YOUR_TURN", "CL-TURN-1")
+        answer = await client.apply(game_id, token, rng.choice(legal)["move"], _version(view))
+        view = answer.ok()["game"]
+    for token in tokens.values():
+        await refused(token, {"draw": {}}, "GAME_OVER", "CL-SC-2")
+        await refused(token, {"pass": {}}, "GAME_OVER", "CL-SC-2", expected=_version(view))
+    await refused(stranger, {"draw": {}}, "BAD_SEAT_TOKEN")
+    missing = _expected_rules(preset) - seen
+    assert not missing, f"not refused in this game: {sorted(missing)}"
+    assert {rule for _, rule, _ in seen} <= {
+        "CL-TURN-1",
+        "CL-START-1",
+        "CL-LINE-1",
+        "CL-MAT-1",
+        "CL-BLOCK-1",
+        "CL-DRAW-1",
+        "CL-SC-2",
+    }, seen
 
 
 # ------------------------------------------------------------------ races
