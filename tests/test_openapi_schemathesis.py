@@ -35,6 +35,8 @@ from schemathesis import checks
 from schemathesis.core.parameters import ParameterLocation
 from schemathesis.generation import GenerationMode
 
+import engine
+from engine.games.line.rules import MIN_TARGET_SCORE, RESERVES
 from engine.games.mexican_train.rules import (
     MAX_KNOCK_PENALTY,
     MAX_MEXICAN_TRAINS,
@@ -164,6 +166,15 @@ def _players(count: int) -> list[dict[str, str]]:
     return [{"displayName": f"p{i}"} for i in range(count)]
 
 
+FOUR: Any = _players(4)
+
+
+def _classic(**ruleset: Any) -> Any:
+    """A CreateGame body of a classic game: two players, four for teams."""
+    teams = ruleset.get("teams") is True or str(ruleset.get("preset", "")).endswith("_teams")
+    return {"players": FOUR if teams else TWO, "ruleset": ruleset}
+
+
 #: (what, CreateGame body, admitted by both the schema and the service).
 #: Accepted bodies are ones whose fields fit together (a deal that fits...).
 CREATE_GAME_CASES: list[tuple[str, Any, bool]] = [
@@ -251,6 +262,38 @@ CREATE_GAME_CASES: list[tuple[str, Any, bool]] = [
     ),
     ("enum option 0", {"players": TWO, "ruleset": {"firstTurn": 0}}, False),
     ("bool option a string", {"players": TWO, "ruleset": {"endOnDouble": "yes"}}, False),
+    # The classic games' options (RULES.md section 3).
+    *(
+        (f"preset {name}", _classic(preset=name), True)
+        for name, rules in engine.PRESETS.items()
+        if rules.game != "mexican_train"
+    ),
+    *(
+        (f"boneyardReserve {n}", _classic(game="GAME_DRAW", boneyardReserve=n), True)
+        for n in RESERVES
+    ),
+    ("boneyardReserve '2'", _classic(game="GAME_MATADOR", boneyardReserve="2"), True),
+    ("boneyardReserve 1", _classic(game="GAME_DRAW", boneyardReserve=1), False),
+    ("boneyardReserve 3", _classic(game="GAME_ALL_FIVES", boneyardReserve=3), False),
+    ("boneyardReserve -2", _classic(game="GAME_DRAW", boneyardReserve=-2), False),
+    ("targetScore lowest", _classic(game="GAME_BLOCK", targetScore=MIN_TARGET_SCORE), True),
+    ("targetScore 0", _classic(game="GAME_BERGEN", targetScore=MIN_TARGET_SCORE - 1), False),
+    ("targetScore a string", _classic(game="GAME_BLOCK", targetScore="150"), True),
+    ("targetScore '0'", _classic(game="GAME_BLOCK", targetScore="0"), False),
+    ("targetScore large", _classic(game="GAME_ALL_FIVES", targetScore=2**32 - 1), True),
+    ("targetScore above uint32", _classic(game="GAME_ALL_FIVES", targetScore=2**32), False),
+    ("teams true", _classic(preset="draw", teams=True), True),
+    ("teams false", _classic(preset="block_teams", teams=False), True),
+    ("teams a string", _classic(preset="block", teams="yes"), False),
+    ("teams a number", _classic(preset="block", teams=1), False),
+    ("opening by name", _classic(game="GAME_BLOCK", opening="OPENING_SEAT0_ANY"), True),
+    ("opening unspecified", _classic(game="GAME_BLOCK", opening="OPENING_UNSPECIFIED"), False),
+    (
+        "blockedScoring by number",
+        _classic(game="GAME_MATADOR", blockedScoring=pb.BLOCKED_SCORING_OPPONENTS_TOTAL),
+        True,
+    ),
+    ("blockedScoring 0", _classic(game="GAME_MATADOR", blockedScoring=0), False),
 ]
 
 
