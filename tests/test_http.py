@@ -372,6 +372,12 @@ def test_whole_game_over_http_two_people_and_a_bot(ruleset: dict[str, Any]) -> N
                 assert any("pointsScored" in e for e in seen) == (
                     final["ruleset"]["game"] in ("GAME_ALL_FIVES", "GAME_BERGEN")
                 )
+                teams = final["ruleset"].get("teams", False)
+                for event in seen:  # API.md: pointsScored names the team when teams play
+                    scored = event.get("pointsScored")
+                    if scored is not None:
+                        assert ("team" in scored) == teams, event
+                        assert not teams or scored["team"] == scored.get("seat", 0) % 2
             else:
                 assert rounds_seen == 2
             assert final["seed"] == SEED

@@ -866,6 +866,13 @@ def check_view(
         leaks.note(f"{where}: seat {viewer}'s view has hand {sorted(hand)}")
     if cp.over and view.get("seed") != leaks.seed:
         leaks.note(f"{where}: the finished game's view lacks the seed")
+    # Public by right (MT-VIS-1, CL-VIS-1): every hand count, and the boneyard
+    # count, a block game's sleeping and a draw game's reserved tiles included.
+    counts = [p.get("handCount", 0) for p in view.get("players", [])]
+    if counts != [len(cp.hands[s]) for s in range(len(cp.hands))]:
+        leaks.note(f"{where}: hand counts {counts}")
+    if view.get("boneyardCount", 0) != len(cp.boneyard):
+        leaks.note(f"{where}: boneyardCount {view.get('boneyardCount', 0)}, not {len(cp.boneyard)}")
 
 
 def check_event(
@@ -1026,10 +1033,10 @@ HIDDEN_GAMES = [
     ),
     pytest.param(
         3,
-        {2: pb.BOT_LEVEL_RANDOM},
+        {2: pb.BOT_LEVEL_EXPERT},
         None,
         {"preset": "all_fives", "target_score": 120},
-        id="all_fives-3p-bot",
+        id="all_fives-3p-expert",
     ),
     pytest.param(
         4, {}, None, {"preset": "all_fives_teams", "target_score": 120}, id="all_fives_teams"
