@@ -20,14 +20,13 @@ from __future__ import annotations
 
 from typing import Final
 
-from engine import PRESETS
+from engine import MAX_PLAYERS, PRESETS
 from engine.games.line.rules import MIN_TARGET_SCORE, RESERVES
 from engine.games.mexican_train.rules import (
     DOUBLE_BLANK_VALUES,
     DOUBLES_PER_TURN_VALUES,
     MAX_KNOCK_PENALTY,
     MAX_MEXICAN_TRAINS,
-    MAX_PLAYERS,
     MIN_HAND_SIZE,
     MIN_MEXICAN_TRAINS,
     MIN_PLAYERS,
@@ -52,7 +51,8 @@ def _set_values(option: str) -> Limits:
 
 #: Field (or oneof) full name -> what the service admits of it.
 FIELD_LIMITS: Final[dict[str, Limits]] = {
-    # CreateGame: service.app.GameApp.create_game and Ruleset.resolve (MT-SET-2).
+    # CreateGame: service.app.GameApp.create_game (the most any game seats; each
+    # game's own bound, MT-SET-2 or CL-SET-1, depends on the ruleset).
     "railyard.v1.CreateGameRequest.players": Limits(
         required=True, min_items=MIN_PLAYERS, max_items=MAX_PLAYERS
     ),

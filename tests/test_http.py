@@ -25,6 +25,7 @@ import pytest
 import uvicorn
 from google.protobuf import json_format
 
+import engine
 from service.api import game_service_pb2 as pb
 from service.app import GameApp
 from service.http_server import _event_stream, close_streams, create_http_app
@@ -562,6 +563,43 @@ def test_bad_rulesets_and_deals_are_invalid_argument() -> None:
                 json={"players": PEOPLE_AND_BOT, "ruleset": {"setMax": 6}},
             )
             assert_status(response, 400, INVALID_ARGUMENT, "DEAL_DOES_NOT_FIT", rule="MT-DEAL-2")
+
+    run(scenario())
+
+
+def test_a_classic_game_seats_as_many_as_its_deal_fits() -> None:
+    """CL-SET-1: with a set larger than double-six a classic game seats as many
+    players as the deal fits (CL-DEAL-1), beyond Mexican Train's 14 (MT-SET-2);
+    past the most any game seats, CreateGame refuses before any work per player."""
+
+    async def scenario() -> None:
+        async with http_client(GameApp(MemoryStore())) as client:
+
+            def body(count: int, **ruleset: Any) -> dict[str, Any]:
+                players = [
+                    {"displayName": f"p{i}", "bot": "BOT_LEVEL_RANDOM"} for i in range(count)
+                ]
+                return {"players": players, "ruleset": ruleset, "seed": "crowd"}
+
+            # 15 x 6 = 90 of double-twelve's 91 tiles: one sleeps.
+            response = await client.post(
+                "/v1/games", json=body(15, preset="block", setMax=12, handSize=6)
+            )
+            assert response.status_code == 200, response.text
+            game = response.json()["game"]
+            assert len(game["players"]) == 15
+            assert game["status"] == "GAME_STATUS_FINISHED"  # bots only: played by CreateGame
+            response = await client.post(
+                "/v1/games", json=body(16, preset="block", setMax=12, handSize=6)
+            )
+            assert_status(response, 400, INVALID_ARGUMENT, "DEAL_DOES_NOT_FIT", rule="CL-DEAL-1")
+            response = await client.post("/v1/games", json=body(15, preset="standard"))
+            assert_status(response, 400, INVALID_ARGUMENT, "INVALID_ARGUMENT", rule="MT-SET-2")
+            most = engine.MAX_PLAYERS  # a classic game on double-12, one tile each
+            response = await client.post(
+                "/v1/games", json=body(most + 1, preset="block", setMax=12, handSize=1)
+            )
+            assert_status(response, 400, INVALID_ARGUMENT, "INVALID_ARGUMENT", field="players")
 
     run(scenario())
 

@@ -176,7 +176,8 @@ def _classic(**ruleset: Any) -> Any:
 
 
 #: (what, CreateGame body, admitted by both the schema and the service).
-#: Accepted bodies are ones whose fields fit together (a deal that fits...).
+#: Accepted bodies are ones whose fields fit together (a deal that fits...):
+#: Mexican Train's 15 players (MT-SET-2), say, is the service's refusal alone.
 CREATE_GAME_CASES: list[tuple[str, Any, bool]] = [
     ("two players", {"players": TWO}, True),
     ("players missing", {}, False),
@@ -185,7 +186,15 @@ CREATE_GAME_CASES: list[tuple[str, Any, bool]] = [
     ("players with a null", {"players": [None, {}]}, False),
     ("fewest players - 1", {"players": _players(MIN_PLAYERS - 1)}, False),
     ("most players", {"players": _players(MAX_PLAYERS), "ruleset": {"preset": "by_set"}}, True),
-    ("most players + 1", {"players": _players(MAX_PLAYERS + 1)}, False),
+    (  # CL-SET-1: a classic game seats as many as its deal fits
+        "most players of any game",
+        {
+            "players": _players(engine.MAX_PLAYERS),
+            "ruleset": {"preset": "block", "setMax": 12, "handSize": 1},
+        },
+        True,
+    ),
+    ("most players of any game + 1", {"players": _players(engine.MAX_PLAYERS + 1)}, False),
     ("ruleset null", {"players": TWO, "ruleset": None}, True),
     ("seed null", {"players": TWO, "seed": None}, True),
     ("requestId null", {"players": TWO, "requestId": None}, True),
