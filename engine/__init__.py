@@ -48,7 +48,6 @@ from engine.events import (
 from engine.game import GameSpec, GameState, GameStatus, Rules
 from engine.games.mexican_train.game import MexicanTrain
 from engine.games.mexican_train.rules import (
-    MAX_PLAYERS,
     DoubleAnswer,
     DoubleFollowup,
     EnginePlacement,
@@ -71,6 +70,7 @@ from engine.moves import (
 )
 from engine.registry import (
     GAMES,
+    MAX_PLAYERS,
     PRESETS,
     game_spec,
     load,

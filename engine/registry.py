@@ -47,6 +47,10 @@ GAMES: Final[dict[str, GameSpec]] = {
     spec.name: spec for spec in (_MEXICAN_TRAIN, *LINE_GAMES.values())
 }
 
+#: The most players any game seats (a classic game on double-twelve, one
+#: tile each: CL-SET-1, CL-DEAL-1); each game refuses more than its own.
+MAX_PLAYERS: Final = max(spec.max_players for spec in GAMES.values())
+
 #: Every preset of every game, by name (API.md ListRulesets); a preset's
 #: ``game`` names its game.
 PRESETS: Final[dict[str, Rules]] = {

@@ -360,10 +360,11 @@ class GameApp:
         if not players:
             raise err.invalid("players is empty: give one entry per seat", rule="MT-SET-2")
         if len(players) > engine.MAX_PLAYERS:  # before any work per player
+            # The most any game seats; each game's rules refuse more than its
+            # own (MT-SET-2: 14; CL-SET-1: what the deal fits).
             raise err.invalid(
-                f"players has {len(players)} entries: a game has at most "
+                f"players has {len(players)} entries: no game has more than "
                 f"{engine.MAX_PLAYERS} players",
-                rule="MT-SET-2",
                 field="players",
             )
         if request.seed and self.settings.caller_seeds == "deny":

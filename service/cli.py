@@ -403,7 +403,9 @@ def _arena_options(target: argparse.ArgumentParser) -> None:
 
 
 def _play_options(target: argparse.ArgumentParser) -> None:
-    target.add_argument("--players", type=int, default=4, help="2 to 14 (default 4)")
+    target.add_argument(
+        "--players", type=int, default=4, help="2 to what the game seats (default 4)"
+    )
     target.add_argument(
         "--game",
         default="",

@@ -11,21 +11,22 @@ answers against them).
 Not here: what depends on more than one field or on the game, which no
 schema of one field can say (CreateGame's description lists it): a deal
 that must fit the set (DEAL_DOES_NOT_FIT), ``firstEngine`` within the set
-and ``rounds`` within the engines (MT-RND-1), a tile in the hand, a train
-that exists.
+and ``rounds`` within the engines (MT-RND-1), the options a game has and the
+classic games' smaller sets (CL-SET-1), teams of four (CL-TEAM-1), a tile in
+the hand, a train that exists.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from engine import PRESETS
+from engine import MAX_PLAYERS, PRESETS
+from engine.games.line.rules import MIN_TARGET_SCORE, RESERVES
 from engine.games.mexican_train.rules import (
     DOUBLE_BLANK_VALUES,
     DOUBLES_PER_TURN_VALUES,
     MAX_KNOCK_PENALTY,
     MAX_MEXICAN_TRAINS,
-    MAX_PLAYERS,
     MIN_HAND_SIZE,
     MIN_MEXICAN_TRAINS,
     MIN_PLAYERS,
@@ -50,14 +51,16 @@ def _set_values(option: str) -> Limits:
 
 #: Field (or oneof) full name -> what the service admits of it.
 FIELD_LIMITS: Final[dict[str, Limits]] = {
-    # CreateGame: service.app.GameApp.create_game and Ruleset.resolve (MT-SET-2).
+    # CreateGame: service.app.GameApp.create_game (the most any game seats; each
+    # game's own bound, MT-SET-2 or CL-SET-1, depends on the ruleset).
     "railyard.v1.CreateGameRequest.players": Limits(
         required=True, min_items=MIN_PLAYERS, max_items=MAX_PLAYERS
     ),
     "railyard.v1.CreateGameRequest.seed": Limits(max_length=MAX_SEED),
     "railyard.v1.CreateGameRequest.request_id": Limits(max_length=MAX_REQUEST_ID),
     "railyard.v1.Player.display_name": Limits(max_length=MAX_NAME),
-    # Ruleset: service.convert.ruleset_from_proto, engine.games.mexican_train.rules.Ruleset._check.
+    # Ruleset: service.convert.ruleset_from_proto, engine.games.mexican_train.rules.Ruleset._check
+    # and engine.games.line.rules.LineRules.__post_init__.
     **{f"{_RULESET.full_name}.{option}": _set_values(option) for option in convert.RULESET_ENUMS},
     "railyard.v1.Ruleset.preset": Limits(values=tuple(PRESETS)),
     "railyard.v1.Ruleset.game": Limits(
@@ -73,6 +76,11 @@ FIELD_LIMITS: Final[dict[str, Limits]] = {
     "railyard.v1.Ruleset.max_doubles_per_turn": Limits(values=DOUBLES_PER_TURN_VALUES),  # MT-DBL-4
     "railyard.v1.Ruleset.knock_penalty": Limits(maximum=MAX_KNOCK_PENALTY),  # MT-KNOCK-1
     "railyard.v1.Ruleset.double_blank_value": Limits(values=DOUBLE_BLANK_VALUES),  # T-3
+    # The classic games' options (engine.games.line.rules.LineRules): which
+    # game has which is a rule of more than one field (CL-SET-1), not here;
+    # ``teams`` is any bool, and ``center_lines`` (CL-CF-1) waits for its game.
+    "railyard.v1.Ruleset.boneyard_reserve": Limits(values=RESERVES),  # CL-DRAW-1
+    "railyard.v1.Ruleset.target_score": Limits(minimum=MIN_TARGET_SCORE),  # CL-SC-2
     # ApplyMove: service.app.GameApp.apply_move and service.convert.move_from_proto.
     "railyard.v1.ApplyMoveRequest.move": Limits(required=True),
     "railyard.v1.ApplyMoveRequest.request_id": Limits(max_length=MAX_REQUEST_ID),

@@ -396,7 +396,11 @@ _CREATE_GAME_REFUSALS: Final = (
     "DEAL_DOES_NOT_FIT when the hand size table has no entry for this many players and "
     "this set (MT-DEAL-1) or the hands take more tiles than the set deals (MT-DEAL-2); "
     "INVALID_ARGUMENT when firstEngine is above setMax, or rounds is more than the "
-    "engines from firstEngine down to 0-0 (MT-RND-1); and, by the operator's settings, "
+    "engines from firstEngine down to 0-0 (MT-RND-1); for the classic games, "
+    "DEAL_DOES_NOT_FIT when the hands take more tiles than the set (CL-DEAL-1), and "
+    "INVALID_ARGUMENT for an option the game does not have or a preset of another game, "
+    "setMax above 12, more than 4 players with double-six (CL-SET-1), or teams without "
+    "4 players (CL-TEAM-1); and, by the operator's settings, "
     "INVALID_ARGUMENT for any seed where caller seeds are denied, for bot turns that "
     "take more than the bot CPU limit, or for a requestId whose first answer has expired."
 )

@@ -1,14 +1,19 @@
-"""The presets tests iterate: Mexican Train's (for its own rule tests), and
-every game's with a player count each can seat."""
+"""The presets tests iterate: Mexican Train's (for its own rule tests), the
+classic games' (RULES.md section 3), and every game's with a player count
+each can seat."""
 
 from __future__ import annotations
 
 from typing import Final
 
 import engine
+from engine.games.line import GAMES as LINE_GAMES
 
 #: Mexican Train's presets (RULES.md section 2), by name.
 MEXICAN_TRAIN_PRESETS: Final = engine.GAMES["mexican_train"].presets
+
+#: The classic games' presets (block, block_teams, draw, ...), in ListRulesets' order.
+LINE_PRESETS: Final = tuple(name for name, r in engine.PRESETS.items() if r.game in LINE_GAMES)
 
 
 def players_for(preset: str, wanted: int) -> int:
@@ -26,3 +31,10 @@ def players_for(preset: str, wanted: int) -> int:
 
 def is_line_game(preset: str) -> bool:
     return engine.preset(preset).game != "mexican_train"
+
+
+def draws(preset: str) -> bool:
+    """Whether a player of ``preset``'s game who cannot place draws (Mexican
+    Train, CL-DRAW-1) or passes (CL-BLOCK-1: Block, Bergen)."""
+    game = engine.preset(preset).game
+    return game not in LINE_GAMES or LINE_GAMES[game].draws

@@ -25,6 +25,7 @@ from typing import Any
 import grpc
 import httpx
 
+import engine
 from service.api import game_service_pb2 as pb
 from service.api import game_service_pb2_grpc as pb_grpc
 from tests.redis_harness import RedisServer
@@ -235,8 +236,9 @@ def test_forwarding_headers_count_only_from_trusted_proxies(tmp_path: Path, redi
 
 def test_a_megabyte_seed_and_too_many_players_are_refused(tmp_path: Path, redis_url: str) -> None:
     """API.md: a seed is at most 128 characters (a 1,000,000-character one
-    was stored, 2.1 MB a game); MT-SET-2: at most 14 players, refused before
-    any work per player. Nothing is written."""
+    was stored, 2.1 MB a game); MT-SET-2: at most 14 players in Mexican
+    Train; past the most any game seats, refused before any work per player.
+    Nothing is written."""
     with serve(tmp_path, redis_url, "bounds") as server:
         url = f"{server.base_url}/v1/games"
         ok = httpx.post(url, json={**TWO_PEOPLE, "seed": "s" * 128})
@@ -247,6 +249,9 @@ def test_a_megabyte_seed_and_too_many_players_are_refused(tmp_path: Path, redis_
         crowd = httpx.post(url, json={"players": [{}] * 15})
         status, reason, meta = reason_of(crowd)
         assert (status, reason, meta["rule"]) == (400, "INVALID_ARGUMENT", "MT-SET-2")
+        mob = httpx.post(url, json={"players": [{}] * (engine.MAX_PLAYERS + 1)})
+        status, reason, meta = reason_of(mob)
+        assert (status, reason, meta["field"]) == (400, "INVALID_ARGUMENT", "players")
 
         async def over_grpc() -> tuple[grpc.StatusCode, str, dict[str, str]]:
             async with grpc.aio.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel:

@@ -462,6 +462,28 @@ BAD_RULESETS: dict[str, BadRuleset] = {
     "unknown-option": BadRuleset(
         lambda: _std(colour="red"), RulesetError, "INVALID_ARGUMENT", None, ("colour",)
     ),
+    # API.md: an option the game does not have is refused naming both.
+    "classic-option": BadRuleset(
+        lambda: _std(opening="seat0_any"),
+        RulesetError,
+        "INVALID_ARGUMENT",
+        None,
+        ("opening", "mexican_train"),
+    ),
+    "classic-option-from-dict": BadRuleset(
+        lambda: engine.Ruleset.from_dict({**_std().to_dict(), "target_score": 100}),
+        RulesetError,
+        "INVALID_ARGUMENT",
+        None,
+        ("target_score", "mexican_train"),
+    ),
+    "chicken-foot-option": BadRuleset(
+        lambda: engine.ruleset(game="mexican_train", center_lines=4),
+        RulesetError,
+        "INVALID_ARGUMENT",
+        None,
+        ("center_lines", "mexican_train"),
+    ),
     "bad-enum-value": BadRuleset(
         lambda: _std(first_turn="triple"),
         RulesetError,

@@ -18,6 +18,7 @@ from service.app import GameApp
 from service.grpc_server import create_grpc_server
 from service.settings import Settings
 from service.store.memory import MemoryStore
+from tests.presets import LINE_PRESETS, players_for
 from tests.service_helpers import (
     bearer,
     error_info,
@@ -39,20 +40,29 @@ def url(store_kind: str, request: pytest.FixtureRequest) -> str | None:
     return str(request.getfixturevalue("redis_url")) if store_kind == "redis" else None
 
 
-def test_full_game_over_grpc(store_kind: str, url: str | None) -> None:
+#: Mexican Train (two rounds of pagat) and every classic preset, whole.
+GAMES = [
+    pytest.param(pb.Ruleset(preset="pagat", rounds=2), id="pagat"),
+    *(pytest.param(pb.Ruleset(preset=p), id=p) for p in LINE_PRESETS),
+]
+
+
+@pytest.mark.parametrize("ruleset", GAMES)
+def test_full_game_over_grpc(store_kind: str, url: str | None, ruleset: pb.Ruleset) -> None:
     async def go() -> None:
         async with grpc_service(make_store(store_kind, url)) as (stub, _, _):
             created = await stub.CreateGame(
                 pb.CreateGameRequest(
-                    ruleset=pb.Ruleset(preset="pagat", rounds=2),
-                    players=people(3, {1: pb.BOT_LEVEL_RANDOM}),
+                    ruleset=ruleset,
+                    players=people(players_for(ruleset.preset, 3), {1: pb.BOT_LEVEL_RANDOM}),
                     seed="grpc-full",
                 )
             )
             game_id = created.game.game_id
             tokens = {s.seat: s.token for s in created.seats}
-            assert sorted(tokens) == [0, 2], "the people's seats only: seat 1 is a bot"
-            assert len(created.seats) == 2
+            players = len(created.game.players)
+            assert sorted(tokens) == [s for s in range(players) if s != 1], "seat 1 is a bot"
+            assert len(created.seats) == players - 1
             assert all(len(t) >= 32 for t in tokens.values())
             assert created.game.seed == ""
             assert created.game.seed_sha256
@@ -82,6 +92,14 @@ def test_full_game_over_grpc(store_kind: str, url: str | None) -> None:
                 assert view.seed == "" or view.status == pb.GAME_STATUS_FINISHED
             assert view.seed == "grpc-full"
             assert list(view.winners)
+            if view.HasField("line"):  # a classic game: to its target score (CL-SC-2)
+                assert not view.trains
+                assert view.target_score == view.ruleset.target_score
+                totals = [p.score for p in view.players]
+                if view.ruleset.teams:
+                    totals = [view.teams[s % 2].score for s in range(len(totals))]
+                    assert list(view.winners) in ([0, 2], [1, 3])
+                assert all(totals[w] >= view.target_score for w in view.winners)
             log = await stub.GetGameLog(pb.GetGameLogRequest(game_id=game_id))
             assert log.seed == "grpc-full"
             assert log.events[-1].WhichOneof("kind") == "game_ended"
@@ -91,16 +109,31 @@ def test_full_game_over_grpc(store_kind: str, url: str | None) -> None:
     run(go())
 
 
-def test_errors_carry_error_info_and_change_nothing(store_kind: str, url: str | None) -> None:
+@pytest.mark.parametrize(
+    ("ruleset", "rule_of"),
+    [
+        pytest.param(
+            pb.Ruleset(rounds=1), {"deal": "MT-DEAL-2", "draw": "MT-TURN-2"}, id="standard"
+        ),
+        *(
+            pytest.param(pb.Ruleset(preset=p), {"deal": "CL-DEAL-1", "draw": "CL-TURN-1"}, id=p)
+            for p in LINE_PRESETS
+        ),
+    ],
+)
+def test_errors_carry_error_info_and_change_nothing(
+    store_kind: str, url: str | None, ruleset: pb.Ruleset, rule_of: dict[str, str]
+) -> None:
     async def go() -> None:
         async with grpc_service(make_store(store_kind, url)) as (stub, _, _):
+            n = players_for(ruleset.preset or "standard", 2)
             created = await stub.CreateGame(
-                pb.CreateGameRequest(ruleset=pb.Ruleset(rounds=1), players=people(2), seed="e")
+                pb.CreateGameRequest(ruleset=ruleset, players=people(n), seed="e")
             )
             game_id = created.game.game_id
             tokens = {s.seat: s.token for s in created.seats}
             mover = created.game.current_seat
-            other = 1 - mover
+            other = (mover + 1) % n
 
             async def version() -> int:
                 return (await stub.GetGame(pb.GetGameRequest(game_id=game_id))).version
@@ -112,15 +145,16 @@ def test_errors_carry_error_info_and_change_nothing(store_kind: str, url: str | 
                 )
             )
             assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT")
+            too_big = pb.Ruleset()
+            too_big.CopyFrom(ruleset)
+            too_big.hand_size = 30
             code, reason, meta = await expect_error(
-                lambda: stub.CreateGame(
-                    pb.CreateGameRequest(ruleset=pb.Ruleset(hand_size=30), players=people(4))
-                )
+                lambda: stub.CreateGame(pb.CreateGameRequest(ruleset=too_big, players=people(4)))
             )
             assert (code, reason, meta["rule"]) == (
                 grpc.StatusCode.INVALID_ARGUMENT,
                 "DEAL_DOES_NOT_FIT",
-                "MT-DEAL-2",
+                rule_of["deal"],
             )
             cases = [
                 (
@@ -185,8 +219,10 @@ def test_errors_carry_error_info_and_change_nothing(store_kind: str, url: str | 
                 assert (code, reason, meta["rule"]) == (
                     grpc.StatusCode.FAILED_PRECONDITION,
                     "ILLEGAL_MOVE",
-                    "MT-TURN-2",
+                    rule_of["draw"],
                 )
+            else:
+                assert not ruleset.HasField("preset"), "a classic game opens with a play"
 
     run(go())
 

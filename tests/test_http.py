@@ -25,12 +25,14 @@ import pytest
 import uvicorn
 from google.protobuf import json_format
 
+import engine
 from service.api import game_service_pb2 as pb
 from service.app import GameApp
 from service.http_server import _event_stream, close_streams, create_http_app
 from service.settings import Settings
 from service.store import StoreUnavailableError
 from service.store.memory import MemoryStore
+from tests.presets import LINE_PRESETS, players_for
 
 T = TypeVar("T")
 
@@ -239,21 +241,41 @@ def strip_hidden(event: dict[str, Any]) -> dict[str, Any]:
     return event
 
 
-def test_whole_game_over_http_two_people_and_a_bot() -> None:
-    """API.md Methods and Bots: create, view, legal moves, moves, log, to the end."""
+def _players(ruleset: dict[str, Any]) -> list[dict[str, Any]]:
+    """Two people and a random bot last (a team game: three people)."""
+    if "preset" not in ruleset or players_for(ruleset["preset"], 3) == 3:
+        return PEOPLE_AND_BOT
+    return [*PEOPLE_AND_BOT[:2], {"displayName": "Cy"}, PEOPLE_AND_BOT[2]]
+
+
+@pytest.mark.parametrize(
+    "ruleset",
+    [
+        pytest.param(SHORT, id="standard-short"),
+        *(pytest.param({"preset": preset}, id=preset) for preset in LINE_PRESETS),
+    ],
+)
+def test_whole_game_over_http_two_people_and_a_bot(ruleset: dict[str, Any]) -> None:
+    """API.md Methods and Bots: create, view, legal moves, moves, log, to the
+    end, every answer checked against the OpenAPI document: Mexican Train's
+    two rounds, and each classic preset to its target score."""
+    players = _players(ruleset)
+    bot = len(players) - 1
+    people_seats = list(range(bot))
+    classic = ruleset is not SHORT
 
     async def scenario() -> None:
         async with http_client(GameApp(MemoryStore())) as client:
             check = SchemaCheck((await client.get("/openapi.json")).json())
             response = await client.post(
-                "/v1/games", json={"players": PEOPLE_AND_BOT, "ruleset": SHORT, "seed": SEED}
+                "/v1/games", json={"players": players, "ruleset": ruleset, "seed": SEED}
             )
             assert response.status_code == 200, response.text
             created = response.json()
             check("CreateGameResponse", created)
-            # People's seats only: seat 2 is a bot and gets no token.
-            assert [s.get("seat", 0) for s in created["seats"]] == [0, 1]
-            assert len({s["token"] for s in created["seats"]}) == 2
+            # People's seats only: the last seat is a bot and gets no token.
+            assert [s.get("seat", 0) for s in created["seats"]] == people_seats
+            assert len({s["token"] for s in created["seats"]}) == bot
             game = Game(created["game"]["gameId"], tokens_by_seat(created), created)
             public = created["game"]
             assert "hand" not in public
@@ -261,9 +283,17 @@ def test_whole_game_over_http_two_people_and_a_bot() -> None:
             assert "seed" not in public
             assert public["seedSha256"] == hashlib.sha256(SEED.encode()).hexdigest()
             assert public["status"] == "GAME_STATUS_IN_PROGRESS"
-            assert public["ruleset"]["setMax"] == 9
-            assert [p["displayName"] for p in public["players"]] == ["Ana", "Ben", "Robo"]
-            assert public["players"][2]["bot"] == "BOT_LEVEL_RANDOM"
+            assert public["ruleset"]["setMax"] == (6 if classic else 9)
+            names = [p["displayName"] for p in players]
+            assert [p["displayName"] for p in public["players"]] == names
+            assert public["players"][bot]["bot"] == "BOT_LEVEL_RANDOM"
+            if classic:  # API.md "Classic games": the line, no trains, a target score
+                assert public["ruleset"]["preset"] == ruleset["preset"]
+                assert public["line"] == {} or version_of(public) > 0
+                assert "trains" not in public
+                assert "roundsTotal" not in public
+                assert public["targetScore"] == public["ruleset"]["targetScore"]
+                assert ("teams" in public) == public["ruleset"].get("teams", False)
             created_version = version_of(public)
 
             rng = random.Random(7)
@@ -279,11 +309,12 @@ def test_whole_game_over_http_two_people_and_a_bot() -> None:
                     break
                 assert "seed" not in spectator  # MT-FAIR-1: not before the end
                 seat = spectator.get("currentSeat", 0)
-                assert seat in (0, 1), "a bot seat is never left to move"
+                assert seat in people_seats, "a bot seat is never left to move"
                 own = await view(client, game, seat)
+                check("GameView", own)
                 assert own.get("viewerSeat", 0) == seat
                 assert len(own.get("hand", [])) == own["players"][seat].get("handCount", 0)
-                other = 1 - seat
+                other = (seat + 1) % bot
                 idle = (
                     await client.get(f"{game.url}/legal-moves", headers=bearer(game.tokens[other]))
                 ).json()
@@ -333,8 +364,23 @@ def test_whole_game_over_http_two_people_and_a_bot() -> None:
                     assert "seed" not in log
                     assert all("gameEnded" not in e for e in log["events"])
 
-            assert rounds_seen == 2
             final = await view(client, game)
+            if classic:
+                # A hand is a round; one the target ended mid-play has no roundEnded
+                # (CL-SC-2).
+                hands = len(final["players"][0].get("roundScores", []))
+                assert rounds_seen in (hands - 1, hands)
+                assert any("pointsScored" in e for e in seen) == (
+                    final["ruleset"]["game"] in ("GAME_ALL_FIVES", "GAME_BERGEN")
+                )
+                teams = final["ruleset"].get("teams", False)
+                for event in seen:  # API.md: pointsScored names the team when teams play
+                    scored = event.get("pointsScored")
+                    if scored is not None:
+                        assert ("team" in scored) == teams, event
+                        assert not teams or scored["team"] == scored.get("seat", 0) % 2
+            else:
+                assert rounds_seen == 2
             assert final["seed"] == SEED
             assert hashlib.sha256(final["seed"].encode()).hexdigest() == final["seedSha256"]
             assert "currentSeat" not in final
@@ -466,7 +512,8 @@ def test_unknown_routes_and_methods_are_status_bodies() -> None:
 
 
 def test_bad_rulesets_and_deals_are_invalid_argument() -> None:
-    """API.md Errors: unknown preset, bad option, deal that does not fit (MT-DEAL-2)."""
+    """API.md Errors: unknown preset, bad option, deal that does not fit (MT-DEAL-2,
+    CL-DEAL-1), a classic game's option it does not have or out of range."""
 
     async def scenario() -> None:
         async with http_client(GameApp(MemoryStore())) as client:
@@ -483,6 +530,26 @@ def test_bad_rulesets_and_deals_are_invalid_argument() -> None:
                     {"rule": "CL-SET-1"},
                 ),
                 ({"setMax": 6, "handSize": 15}, "DEAL_DOES_NOT_FIT", {"rule": "MT-DEAL-2"}),
+                # The classic games (RULES.md section 3), in their JSON spelling.
+                ({"preset": "block_teams"}, "INVALID_ARGUMENT", {"rule": "CL-TEAM-1"}),
+                ({"preset": "draw", "handSize": 15}, "DEAL_DOES_NOT_FIT", {"rule": "CL-DEAL-1"}),
+                ({"game": "GAME_BERGEN", "teams": True}, "INVALID_ARGUMENT", {"rule": "CL-SET-1"}),
+                ({"preset": "matador", "targetScore": 0}, "INVALID_ARGUMENT", {"rule": "CL-SET-1"}),
+                (
+                    {"preset": "draw", "boneyardReserve": 1},
+                    "INVALID_ARGUMENT",
+                    {"rule": "CL-DRAW-1"},
+                ),
+                (
+                    {"game": "GAME_ALL_FIVES", "centerLines": 6},
+                    "INVALID_ARGUMENT",
+                    {"rule": "CL-SET-1"},
+                ),
+                (
+                    {"preset": "block", "opening": "OPENING_UNSPECIFIED"},
+                    "INVALID_ARGUMENT",
+                    {"field": "ruleset.opening"},
+                ),
             ]
             for ruleset, reason, metadata in cases:
                 response = await client.post(
@@ -496,6 +563,43 @@ def test_bad_rulesets_and_deals_are_invalid_argument() -> None:
                 json={"players": PEOPLE_AND_BOT, "ruleset": {"setMax": 6}},
             )
             assert_status(response, 400, INVALID_ARGUMENT, "DEAL_DOES_NOT_FIT", rule="MT-DEAL-2")
+
+    run(scenario())
+
+
+def test_a_classic_game_seats_as_many_as_its_deal_fits() -> None:
+    """CL-SET-1: with a set larger than double-six a classic game seats as many
+    players as the deal fits (CL-DEAL-1), beyond Mexican Train's 14 (MT-SET-2);
+    past the most any game seats, CreateGame refuses before any work per player."""
+
+    async def scenario() -> None:
+        async with http_client(GameApp(MemoryStore())) as client:
+
+            def body(count: int, **ruleset: Any) -> dict[str, Any]:
+                players = [
+                    {"displayName": f"p{i}", "bot": "BOT_LEVEL_RANDOM"} for i in range(count)
+                ]
+                return {"players": players, "ruleset": ruleset, "seed": "crowd"}
+
+            # 15 x 6 = 90 of double-twelve's 91 tiles: one sleeps.
+            response = await client.post(
+                "/v1/games", json=body(15, preset="block", setMax=12, handSize=6)
+            )
+            assert response.status_code == 200, response.text
+            game = response.json()["game"]
+            assert len(game["players"]) == 15
+            assert game["status"] == "GAME_STATUS_FINISHED"  # bots only: played by CreateGame
+            response = await client.post(
+                "/v1/games", json=body(16, preset="block", setMax=12, handSize=6)
+            )
+            assert_status(response, 400, INVALID_ARGUMENT, "DEAL_DOES_NOT_FIT", rule="CL-DEAL-1")
+            response = await client.post("/v1/games", json=body(15, preset="standard"))
+            assert_status(response, 400, INVALID_ARGUMENT, "INVALID_ARGUMENT", rule="MT-SET-2")
+            most = engine.MAX_PLAYERS  # a classic game on double-12, one tile each
+            response = await client.post(
+                "/v1/games", json=body(most + 1, preset="block", setMax=12, handSize=1)
+            )
+            assert_status(response, 400, INVALID_ARGUMENT, "INVALID_ARGUMENT", field="players")
 
     run(scenario())
 

@@ -35,6 +35,8 @@ from schemathesis import checks
 from schemathesis.core.parameters import ParameterLocation
 from schemathesis.generation import GenerationMode
 
+import engine
+from engine.games.line.rules import MIN_TARGET_SCORE, RESERVES
 from engine.games.mexican_train.rules import (
     MAX_KNOCK_PENALTY,
     MAX_MEXICAN_TRAINS,
@@ -164,8 +166,18 @@ def _players(count: int) -> list[dict[str, str]]:
     return [{"displayName": f"p{i}"} for i in range(count)]
 
 
+FOUR: Any = _players(4)
+
+
+def _classic(**ruleset: Any) -> Any:
+    """A CreateGame body of a classic game: two players, four for teams."""
+    teams = ruleset.get("teams") is True or str(ruleset.get("preset", "")).endswith("_teams")
+    return {"players": FOUR if teams else TWO, "ruleset": ruleset}
+
+
 #: (what, CreateGame body, admitted by both the schema and the service).
-#: Accepted bodies are ones whose fields fit together (a deal that fits...).
+#: Accepted bodies are ones whose fields fit together (a deal that fits...):
+#: Mexican Train's 15 players (MT-SET-2), say, is the service's refusal alone.
 CREATE_GAME_CASES: list[tuple[str, Any, bool]] = [
     ("two players", {"players": TWO}, True),
     ("players missing", {}, False),
@@ -174,7 +186,15 @@ CREATE_GAME_CASES: list[tuple[str, Any, bool]] = [
     ("players with a null", {"players": [None, {}]}, False),
     ("fewest players - 1", {"players": _players(MIN_PLAYERS - 1)}, False),
     ("most players", {"players": _players(MAX_PLAYERS), "ruleset": {"preset": "by_set"}}, True),
-    ("most players + 1", {"players": _players(MAX_PLAYERS + 1)}, False),
+    (  # CL-SET-1: a classic game seats as many as its deal fits
+        "most players of any game",
+        {
+            "players": _players(engine.MAX_PLAYERS),
+            "ruleset": {"preset": "block", "setMax": 12, "handSize": 1},
+        },
+        True,
+    ),
+    ("most players of any game + 1", {"players": _players(engine.MAX_PLAYERS + 1)}, False),
     ("ruleset null", {"players": TWO, "ruleset": None}, True),
     ("seed null", {"players": TWO, "seed": None}, True),
     ("requestId null", {"players": TWO, "requestId": None}, True),
@@ -251,6 +271,38 @@ CREATE_GAME_CASES: list[tuple[str, Any, bool]] = [
     ),
     ("enum option 0", {"players": TWO, "ruleset": {"firstTurn": 0}}, False),
     ("bool option a string", {"players": TWO, "ruleset": {"endOnDouble": "yes"}}, False),
+    # The classic games' options (RULES.md section 3).
+    *(
+        (f"preset {name}", _classic(preset=name), True)
+        for name, rules in engine.PRESETS.items()
+        if rules.game != "mexican_train"
+    ),
+    *(
+        (f"boneyardReserve {n}", _classic(game="GAME_DRAW", boneyardReserve=n), True)
+        for n in RESERVES
+    ),
+    ("boneyardReserve '2'", _classic(game="GAME_MATADOR", boneyardReserve="2"), True),
+    ("boneyardReserve 1", _classic(game="GAME_DRAW", boneyardReserve=1), False),
+    ("boneyardReserve 3", _classic(game="GAME_ALL_FIVES", boneyardReserve=3), False),
+    ("boneyardReserve -2", _classic(game="GAME_DRAW", boneyardReserve=-2), False),
+    ("targetScore lowest", _classic(game="GAME_BLOCK", targetScore=MIN_TARGET_SCORE), True),
+    ("targetScore 0", _classic(game="GAME_BERGEN", targetScore=MIN_TARGET_SCORE - 1), False),
+    ("targetScore a string", _classic(game="GAME_BLOCK", targetScore="150"), True),
+    ("targetScore '0'", _classic(game="GAME_BLOCK", targetScore="0"), False),
+    ("targetScore large", _classic(game="GAME_ALL_FIVES", targetScore=2**32 - 1), True),
+    ("targetScore above uint32", _classic(game="GAME_ALL_FIVES", targetScore=2**32), False),
+    ("teams true", _classic(preset="draw", teams=True), True),
+    ("teams false", _classic(preset="block_teams", teams=False), True),
+    ("teams a string", _classic(preset="block", teams="yes"), False),
+    ("teams a number", _classic(preset="block", teams=1), False),
+    ("opening by name", _classic(game="GAME_BLOCK", opening="OPENING_SEAT0_ANY"), True),
+    ("opening unspecified", _classic(game="GAME_BLOCK", opening="OPENING_UNSPECIFIED"), False),
+    (
+        "blockedScoring by number",
+        _classic(game="GAME_MATADOR", blockedScoring=pb.BLOCKED_SCORING_OPPONENTS_TOTAL),
+        True,
+    ),
+    ("blockedScoring 0", _classic(game="GAME_MATADOR", blockedScoring=0), False),
 ]
 
 

@@ -4,11 +4,15 @@ Several service instances (each its own RedisStore, GameApp, gRPC server and
 uvicorn HTTP server) share one redis-server, as replicas behind a load
 balancer would. What is checked:
 
-* whole games through either transport, and across instances and transports;
-* hidden information (MT-VIS, MT-DR-3, MT-FAIR-1): no payload a caller can get
-  (views, legal moves, move answers, watch streams, logs, error bodies), read
-  raw off the wire, names a tile of another hand or of the boneyard, or the
-  seed before the game is over;
+* whole games through either transport, and across instances and transports,
+  of Mexican Train and of every classic preset (RULES.md section 3);
+* hidden information (MT-VIS, MT-DR-3, MT-FAIR-1, CL-VIS-1): no payload a
+  caller can get (views, legal moves, move answers, watch streams, logs,
+  error bodies), read raw off the wire, names a tile of another hand or of
+  the boneyard (a block game's sleeping tiles included, also after a hand
+  ends), or the seed before the game is over;
+* the classic games' refusals over both transports, each with its reason and
+  CL- rule, none of them changing the game;
 * races between instances: one winner per version, one application per
   requestId, the same answer byte for byte to every retry;
 * CreateGame with a requestId is idempotent, and only its first answer
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import json
 import random
 import re
@@ -28,7 +33,7 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import grpc
 import httpx
@@ -49,6 +54,7 @@ from service.http_server import create_http_app
 from service.settings import Settings
 from service.store import GameRecord
 from service.store.redis import RedisStore
+from tests.presets import LINE_PRESETS, draws, players_for
 from tests.service_helpers import bearer, people, run
 
 FINISHED = "GAME_STATUS_FINISHED"
@@ -411,6 +417,8 @@ async def play_to_end(
         assert versions[-1] == after
         assert new["viewerSeat"] == seat
         assert len(new.get("hand", [])) == new["players"][seat].get("handCount", 0)
+        if "line" in new:
+            check_line_view(new)
         if not _finished(new):
             assert "seed" not in new
             assert not any(_kind(e) == "gameEnded" for e in body["events"])
@@ -419,9 +427,61 @@ async def play_to_end(
     return view, moves
 
 
+#: CL-MAT-1: the matadors, which join any end.
+_MATADORS: Final = {(0, 0), (1, 6), (2, 5), (3, 4)}
+
+
+def check_line_view(view: dict[str, Any]) -> None:
+    """A classic game's view (API.md "Classic games"): the line left to right,
+    each tile {a: left half, b: right half}, joined to its neighbours
+    (CL-LINE-1, CL-MAT-1), its open ends [left, right]; no trains; a hand
+    counts as a round of a game to a target score; teams' scores are their
+    seats' sums (CL-TEAM-1)."""
+    rules = view["ruleset"]
+    assert "trains" not in view, "a line game has no trains"
+    tiles = [(t.get("a", 0), t.get("b", 0)) for t in view["line"].get("tiles", [])]
+    ends = view["line"].get("openEnds", [])
+    assert ends == ([tiles[0][0], tiles[-1][1]] if tiles else []), view["line"]
+    sevens = rules["game"] == "GAME_MATADOR"
+    for x, y in itertools.pairwise(tiles):
+        if sevens:  # by sevens, unless one of the two is a matador
+            assert x[1] + y[0] == 7 or {_tile(*x), _tile(*y)} & _MATADORS, tiles
+        else:
+            assert x[1] == y[0], tiles
+    assert "roundsTotal" not in view, "a classic game runs to its target score"
+    assert view["targetScore"] == rules["targetScore"] >= 1
+    scores = [p.get("score", 0) for p in view["players"]]
+    if rules.get("teams"):
+        assert [(t.get("seats", []), t.get("score", 0)) for t in view["teams"]] == [
+            ([0, 2], scores[0] + scores[2]),
+            ([1, 3], scores[1] + scores[3]),
+        ]
+    else:
+        assert "teams" not in view
+    hands = [len(p.get("roundScores", [])) for p in view["players"]]
+    assert len(set(hands)) == 1
+    assert view["round"] in (hands[0], hands[0] + 1), "round counts hands"
+
+
+def check_classic_winners(view: dict[str, Any]) -> None:
+    """CL-SC-2 / CL-TEAM-1: the winner (a team: both its seats) reached the target."""
+    target = view["targetScore"]
+    scores = [p.get("score", 0) for p in view["players"]]
+    winners = view["winners"]
+    if view["ruleset"].get("teams"):
+        assert winners in ([0, 2], [1, 3]), winners
+        assert scores[winners[0]] + scores[winners[1]] >= target
+    else:
+        [winner] = winners
+        assert scores[winner] >= target, (scores, target)
+
+
 async def check_finished(client: Client, game_id: str, view: dict[str, Any], seed: str) -> None:
     assert view["seed"] == seed
     assert view["winners"]
+    if "line" in view:
+        check_line_view(view)
+        check_classic_winners(view)
     log = (await client.log(game_id)).ok()
     assert log["seed"] == seed
     assert log["events"][-1]["gameEnded"]["seed"] == seed
@@ -439,16 +499,26 @@ def _request(players: int, bots: dict[int, int], seed: str, **rules: Any) -> pb.
     )
 
 
+#: The games played whole through the service: Mexican Train (two rounds of
+#: pagat) and every classic preset at its own options (to its target score).
+WHOLE_GAMES = [
+    pytest.param("pagat", {"rounds": 2}, id="pagat"),
+    *(pytest.param(preset, {}, id=preset) for preset in LINE_PRESETS),
+]
+
+
+@pytest.mark.parametrize(("preset", "rules"), WHOLE_GAMES)
 @pytest.mark.parametrize("transport", ["grpc", "http"])
-def test_full_game(redis_url: str, transport: str) -> None:
+def test_full_game(redis_url: str, transport: str, preset: str, rules: dict[str, Any]) -> None:
     """A whole game through one transport, people plus a random bot."""
 
     async def go() -> None:
         async with instance(redis_url) as one:
             client: Client = one.grpc if transport == "grpc" else one.rest
             n, bot = (3, 1) if transport == "grpc" else (4, 0)
-            seed = _seed(f"full-{transport}")
-            request = _request(n, {bot: pb.BOT_LEVEL_RANDOM}, seed, preset="pagat", rounds=2)
+            n = players_for(preset, n)  # a team game seats 4
+            seed = _seed(f"full-{transport}" if preset == "pagat" else f"full-{transport}-{preset}")
+            request = _request(n, {bot: pb.BOT_LEVEL_RANDOM}, seed, preset=preset, **rules)
             created = (await client.create(request)).ok()
             tokens = _tokens(created)
             people_seats = [s for s in range(n) if s != bot]
@@ -459,6 +529,7 @@ def test_full_game(redis_url: str, transport: str) -> None:
             assert "viewerSeat" not in view
             assert view["status"] == "GAME_STATUS_IN_PROGRESS"
             assert view["currentSeat"] != bot  # a bot to move has moved already
+            assert view["ruleset"]["preset"] == preset
             view = (await client.get(created["game"]["gameId"], tokens[(bot + 1) % n])).ok()
             final, moves = await play_to_end(
                 client, view["gameId"], tokens, view, random.Random(seed), {bot}
@@ -470,6 +541,10 @@ def test_full_game(redis_url: str, transport: str) -> None:
                 assert mine["status"] == FINISHED
                 assert mine["viewerSeat"] == seat
                 assert mine["seed"] == seed
+            spectator = (await client.get(view["gameId"], None)).ok()
+            assert "hand" not in spectator
+            assert "viewerSeat" not in spectator
+            assert spectator["seed"] == seed
 
     run(go())
 
@@ -548,8 +623,22 @@ def test_create_game_gives_tokens_to_the_people_only(redis_url: str, transport: 
     run(go())
 
 
-@pytest.mark.parametrize("direction", ["http-then-grpc", "grpc-then-http"])
-def test_game_moves_between_instances_and_transports(redis_url: str, direction: str) -> None:
+#: Mexican Train both ways, and each classic preset one way, the ways in turn.
+CROSSINGS = [
+    *(pytest.param(d, "standard", id=d) for d in ("http-then-grpc", "grpc-then-http")),
+    *(
+        pytest.param(d, p, id=f"{d}-{p}")
+        for d, p in zip(
+            itertools.cycle(("http-then-grpc", "grpc-then-http")), LINE_PRESETS, strict=False
+        )
+    ),
+]
+
+
+@pytest.mark.parametrize(("direction", "preset"), CROSSINGS)
+def test_game_moves_between_instances_and_transports(
+    redis_url: str, direction: str, preset: str
+) -> None:
     """Created through one transport on instance A, played to the end through the
     other on instance B: nothing about a game lives in a replica."""
 
@@ -559,8 +648,13 @@ def test_game_moves_between_instances_and_transports(redis_url: str, direction: 
                 creator, player = a.rest, b.grpc
             else:
                 creator, player = a.grpc, b.rest
-            seed = _seed(f"cross-{direction}")
-            request = _request(3, {2: pb.BOT_LEVEL_RANDOM}, seed, rounds=1)
+            if preset == "standard":
+                seed = _seed(f"cross-{direction}")
+                request = _request(3, {2: pb.BOT_LEVEL_RANDOM}, seed, rounds=1)
+            else:
+                seed = _seed(f"cross-{direction}-{preset}")
+                n = players_for(preset, 3)
+                request = _request(n, {2: pb.BOT_LEVEL_RANDOM}, seed, preset=preset)
             created = (await creator.create(request)).ok()
             game_id = created["game"]["gameId"]
             tokens = _tokens(created)
@@ -576,6 +670,9 @@ def test_game_moves_between_instances_and_transports(redis_url: str, direction: 
             ]
             assert all(v == views[0] for v in views)
             assert views[0]["seed"] == seed
+            logs = [(await client.log(game_id)).ok() for client in (a.grpc, b.rest)]
+            assert logs[0] == logs[1]
+            assert logs[0]["seed"] == seed
             record = await a.store.load(game_id)
             assert record is not None
             assert record.version == _version(final)
@@ -780,6 +877,13 @@ def check_view(
         leaks.note(f"{where}: seat {viewer}'s view has hand {sorted(hand)}")
     if cp.over and view.get("seed") != leaks.seed:
         leaks.note(f"{where}: the finished game's view lacks the seed")
+    # Public by right (MT-VIS-1, CL-VIS-1): every hand count, and the boneyard
+    # count, a block game's sleeping and a draw game's reserved tiles included.
+    counts = [p.get("handCount", 0) for p in view.get("players", [])]
+    if counts != [len(cp.hands[s]) for s in range(len(cp.hands))]:
+        leaks.note(f"{where}: hand counts {counts}")
+    if view.get("boneyardCount", 0) != len(cp.boneyard):
+        leaks.note(f"{where}: boneyardCount {view.get('boneyardCount', 0)}, not {len(cp.boneyard)}")
 
 
 def check_event(
@@ -800,6 +904,12 @@ def check_event(
     first, last = timeline.around(version)
     forbidden = (first.hidden[viewer] & last.hidden[viewer]) - _revealed([event], viewer)
     leaks.scan(f"{where} {kind}@{version}", raw, forbidden, kind == "gameEnded", message)
+    if kind in ("roundEnded", "gameEnded") and payload_tiles(raw, message):
+        # The end of a round (a hand) or of the game shows no tile at all: not
+        # the hands left, not the boneyard, not a block game's sleeping tiles
+        # (CL-DEAL-1), whichever the later deal makes of them.
+        shown = sorted(payload_tiles(raw, message))
+        leaks.note(f"{where}: {kind}@{version} shows tiles {shown}")
     if kind == "tileDrawn":
         mine = event["tileDrawn"].get("seat", 0) == viewer
         if mine:
@@ -846,18 +956,28 @@ def _move_key(move: dict[str, Any]) -> tuple[Any, ...]:
     train = dict(play.get("train", {}))
     end = train.pop("end", 0)
     tile = play.get("tile", {})
-    return ("play", _tile(tile.get("a", 0), tile.get("b", 0)), json.dumps(train), end)
+    tile_key = _tile(tile.get("a", 0), tile.get("b", 0))
+    return ("play", tile_key, json.dumps(train), end, play.get("exposed"))
 
 
 def _illegal_moves(
     view: dict[str, Any], legal: list[dict[str, Any]], hand: frozenset[TileT]
 ) -> list[dict[str, Any]]:
-    """Moves of the seat's own tiles (nothing hidden from it) that are not legal now."""
+    """Moves of the seat's own tiles (nothing hidden from it) that are not legal now:
+    on every train, or at both ends of a classic game's line, there also naming
+    the number left open (CL-MAT-1's ``exposed``), which only a Matador
+    matador may name."""
     allowed = {_move_key(m["move"]) for m in legal}
     candidates: list[dict[str, Any]] = [{"draw": {}}, {"pass": {}}, {"endTurn": {}}]
     for a, b in sorted(hand):
+        tile = {"a": a, "b": b}
         for train in view.get("trains", []):
-            candidates.append({"play": {"tile": {"a": a, "b": b}, "train": train["ref"]}})
+            candidates.append({"play": {"tile": tile, "train": train["ref"]}})
+        if "line" in view:
+            for end in (0, 1):
+                line = {"line": {}, "end": end}
+                candidates.append({"play": {"tile": tile, "train": line}})
+                candidates.append({"play": {"tile": tile, "train": line, "exposed": b}})
     return [m for m in candidates if _move_key(m) not in allowed]
 
 
@@ -883,20 +1003,79 @@ def test_scanner_reads_tiles_but_not_a_token_that_looks_like_one() -> None:
 
 
 HIDDEN_GAMES = [
-    # players, bots, rounds, ruleset overrides
+    # players, bots, rounds (None: a classic game, to its target score), ruleset overrides
     pytest.param(3, {}, 1, {"preset": "standard", "set_max": 9}, id="3p-d9-1round"),
     pytest.param(
         4, {2: pb.BOT_LEVEL_RANDOM}, 2, {"set_max": 9, "hand_size": 8}, id="4p-bot-d9-2rounds"
     ),
     pytest.param(3, {0: pb.BOT_LEVEL_RANDOM}, 1, {"preset": "pagat"}, id="3p-bot-d12-1round"),
+    # The classic games, each to a target low enough for a few hands: a block
+    # game's sleeping tiles (CL-DEAL-1) stay hidden across hands and at the end.
+    pytest.param(
+        2, {}, None, {"preset": "block", "target_score": 40}, id="block-2p-sleeping-hands"
+    ),
+    pytest.param(
+        3,
+        {1: pb.BOT_LEVEL_GREEDY},
+        None,
+        {"preset": "block", "target_score": 25},
+        id="block-3p-bot",
+    ),
+    pytest.param(
+        4,
+        {3: pb.BOT_LEVEL_RANDOM},
+        None,
+        {"preset": "block_teams", "target_score": 40},
+        id="block_teams-bot",
+    ),
+    pytest.param(
+        2,
+        {},
+        None,
+        {"preset": "draw", "target_score": 40, "boneyard_reserve": 2},
+        id="draw-2p-reserve",
+    ),
+    pytest.param(
+        4,
+        {0: pb.BOT_LEVEL_RANDOM},
+        None,
+        {"preset": "draw_teams", "target_score": 60},
+        id="draw_teams-bot",
+    ),
+    pytest.param(
+        3,
+        {2: pb.BOT_LEVEL_EXPERT},
+        None,
+        {"preset": "all_fives", "target_score": 120},
+        id="all_fives-3p-expert",
+    ),
+    pytest.param(
+        4, {}, None, {"preset": "all_fives_teams", "target_score": 120}, id="all_fives_teams"
+    ),
+    pytest.param(2, {}, None, {"preset": "bergen"}, id="bergen-2p-sleeping"),
+    pytest.param(
+        3, {0: pb.BOT_LEVEL_RANDOM}, None, {"preset": "bergen", "set_max": 9}, id="bergen-3p-d9-bot"
+    ),
+    pytest.param(
+        2,
+        {1: pb.BOT_LEVEL_RANDOM},
+        None,
+        {"preset": "matador", "target_score": 40},
+        id="matador-2p-bot",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("players", "bots", "rounds", "rules"), HIDDEN_GAMES)
 def test_hidden_information(
-    redis_url: str, players: int, bots: dict[int, int], rounds: int, rules: dict[str, Any]
+    redis_url: str,
+    players: int,
+    bots: dict[int, int],
+    rounds: int | None,
+    rules: dict[str, Any],
 ) -> None:
-    """No payload, as received, shows another hand, the boneyard, or the seed early."""
+    """No payload, as received, shows another hand, the boneyard (sleeping
+    tiles included), or the seed early."""
 
     async def go() -> list[str]:
         seed = "SEED-" + _seed(f"hidden-{players}-{sorted(bots.items())}-{rounds}-{rules}")
@@ -919,11 +1098,13 @@ async def _hidden_game(
     seed: str,
     players: int,
     bots: dict[int, int],
-    rounds: int,
+    rounds: int | None,
     rules: dict[str, Any],
 ) -> list[str]:
     clients: list[Client] = [one.grpc, one.rest]
-    request = _request(players, bots, seed, rounds=rounds, **rules)
+    if rounds is not None:
+        rules = {**rules, "rounds": rounds}
+    request = _request(players, bots, seed, **rules)
     creator = rng.choice(clients)
     created = await creator.create(request)
     body = created.ok()
@@ -1015,7 +1196,8 @@ async def _hidden_game(
                     attempt: dict[str, Any] = {"draw": {}}
                     if own:
                         a, b = rng.choice(own)
-                        attempt = {"play": {"tile": {"a": a, "b": b}, "train": {"seat": viewer}}}
+                        train = {"line": {}} if "line" in got.data else {"seat": viewer}
+                        attempt = {"play": {"tile": {"a": a, "b": b}, "train": train}}
                     refused = await client.apply(game_id, token, attempt)
                     assert (refused.code, refused.reason) == (
                         "FAILED_PRECONDITION",
@@ -1093,9 +1275,274 @@ async def _hidden_game(
             assert got.data["seed"] == seed
     assert steps > 10
     assert leaks.checked > 100
-    assert leaks.own_draws > 0, "no drawn tile was seen by its drawer"
-    assert leaks.other_draws > 0, "no drawn tile was seen by anyone else"
+    record = await authority.load(game_id)
+    assert record is not None
+    game = engine.load(record.state)
+    reserve = getattr(game.rules, "boneyard_reserve", None) or 0  # CL-DRAW-1
+    if draws(game.rules.preset) and len(timeline.points[0].boneyard) > reserve:
+        assert leaks.own_draws > 0, "no drawn tile was seen by its drawer"
+        assert leaks.other_draws > 0, "no drawn tile was seen by anyone else"
+    else:
+        assert leaks.own_draws == leaks.other_draws == 0, "a block game drew (CL-BLOCK-1)"
+    if rounds is None:
+        # The classic games ran across hands: tiles that slept in one hand were
+        # checked in the next hand's payloads and in every one after the end.
+        hands = sum(1 for e in log if _kind(e) == "roundStarted")
+        assert hands >= 2, f"{hands} hand(s): the target score is too high for this check"
+        assert any(_kind(e) == "roundEnded" for e in log)
     return leaks.found
+
+
+# ------------------------------------------------------------------ classic refusals
+
+#: Per classic preset, an option its game does not have (CL-SET-1): the
+#: option's snake_case name (the proto field) and a value for it.
+NOT_AN_OPTION: Final[dict[str, tuple[str, Any]]] = {
+    "block": ("boneyard_reserve", 2),  # Block never draws
+    "block_teams": ("double_blank_value", 0),
+    "draw": ("rounds", 2),
+    "draw_teams": ("center_lines", 4),  # Chicken Foot's
+    "all_fives": ("first_player", pb.FIRST_PLAYER_SEAT0),
+    "all_fives_teams": ("knock_rule", pb.KNOCK_RULE_PENALTY),
+    "bergen": ("teams", True),
+    "matador": ("teams", False),  # refused even at its default value
+}
+
+_FAILED = "FAILED_PRECONDITION"
+
+
+def _create_refusals(preset: str) -> list[tuple[str, int, dict[str, Any], str, str, list[str]]]:
+    """(what, players, ruleset fields, reason, rule, words of the message) of
+    CreateGame requests for ``preset`` that RULES.md section 3 refuses."""
+    rules = engine.preset(preset)
+    game = rules.game
+    this = pb.Game.Value(f"GAME_{game.upper()}")
+    other = next(g for g in (pb.GAME_DRAW, pb.GAME_BLOCK) if g != this)
+    other_name = pb.Game.Name(other).removeprefix("GAME_").lower()
+    n = players_for(preset, 2)
+    option, value = NOT_AN_OPTION[preset]
+    cases = [
+        ("not an option", n, {option: value}, "INVALID_ARGUMENT", "CL-SET-1", [option, game]),
+        (
+            "a preset of another game",
+            n,
+            {"game": other},
+            "INVALID_ARGUMENT",
+            "CL-SET-1",
+            [preset, game, other_name],
+        ),
+        (
+            "Mexican Train's preset",
+            n,
+            {"preset": "standard", "game": this},
+            "INVALID_ARGUMENT",
+            "CL-SET-1",
+            ["standard", game],
+        ),
+        ("target 0", n, {"target_score": 0}, "INVALID_ARGUMENT", "CL-SET-1", ["target_score"]),
+        ("hand size 0", n, {"hand_size": 0}, "INVALID_ARGUMENT", "CL-SET-1", ["hand_size"]),
+        ("set above 12", n, {"set_max": 13}, "INVALID_ARGUMENT", "CL-SET-1", ["set_max"]),
+        ("5 with double-six", 5, {}, "INVALID_ARGUMENT", "CL-SET-1", ["double-six", "5"]),
+        (
+            "the deal does not fit",
+            n,
+            {"hand_size": 28 // n + 1},
+            "DEAL_DOES_NOT_FIT",
+            "CL-DEAL-1",
+            [f"{n} players", "28 tiles"],
+        ),
+    ]
+    if "teams" in rules.options:
+        teams = {} if rules.teams else {"teams": True}
+        cases += [
+            (f"teams of {k}", k, teams, "INVALID_ARGUMENT", "CL-TEAM-1", ["4", str(k)])
+            for k in (2, 3)
+        ]
+    if "boneyard_reserve" in rules.options:
+        cases.append(
+            ("reserve 1", n, {"boneyard_reserve": 1}, "INVALID_ARGUMENT", "CL-DRAW-1", ["0 or 2"])
+        )
+    return cases
+
+
+def _expected_rules(preset: str) -> set[tuple[str, str, str]]:
+    """The (reason, rule, detail) refusals every game of ``preset`` meets in
+    ``test_classic_refusals``."""
+    rules = engine.preset(preset)
+    join = "CL-MAT-1" if rules.game == "matador" else "CL-LINE-1"
+    out = {
+        ("NOT_YOUR_TURN", "CL-TURN-1", "NOT_YOUR_TURN"),
+        ("ILLEGAL_MOVE", "CL-START-1", "MUST_OPEN_WITH"),
+        ("ILLEGAL_MOVE", "CL-TURN-1", "MUST_PLAY"),  # a pass or a draw by a seat that can place
+        ("ILLEGAL_MOVE", "CL-TURN-1", "CANNOT_END_TURN"),
+        ("ILLEGAL_MOVE", "CL-TURN-1", "TILE_NOT_IN_HAND"),
+        ("ILLEGAL_MOVE", "CL-LINE-1", "NO_SUCH_TRAIN"),
+        ("ILLEGAL_MOVE", join, "TILE_DOES_NOT_MATCH"),
+        ("ILLEGAL_MOVE", join, "EXPOSED_NUMBER"),
+        ("GAME_OVER", "CL-SC-2", "GAME_OVER"),
+    }
+    if not draws(preset):
+        out.add(("ILLEGAL_MOVE", "CL-BLOCK-1", "CANNOT_DRAW"))  # Block and Bergen pass
+    elif rules.teams:
+        out.add(("ILLEGAL_MOVE", "CL-DRAW-1", "CANNOT_DRAW"))  # four hands: no boneyard
+    else:
+        out.add(("ILLEGAL_MOVE", "CL-DRAW-1", "CANNOT_PASS"))  # draw while the boneyard lasts
+    return out
+
+
+@pytest.mark.parametrize("preset", LINE_PRESETS)
+@pytest.mark.parametrize("transport", ["grpc", "http"])
+def test_classic_refusals(redis_url: str, transport: str, preset: str) -> None:
+    """API.md Errors for a classic game, over one transport: every CreateGame
+    RULES.md section 3 refuses (an option the game does not have, named with
+    the game; a preset of another game; teams without four players; a deal
+    that does not fit) stores nothing, and every move refused during a whole
+    game (NOT_YOUR_TURN, ILLEGAL_MOVE with its CL- rule in metadata.rule,
+    BAD_SEAT_TOKEN, UNAUTHENTICATED, VERSION_MISMATCH, then GAME_OVER)
+    leaves the stored game exactly as it was."""
+
+    async def go() -> None:
+        async with instance(redis_url) as one:
+            client: Client = one.grpc if transport == "grpc" else one.rest
+            for what, n, fields, reason, rule, words in _create_refusals(preset):
+                request = pb.CreateGameRequest(
+                    ruleset=pb.Ruleset(**{"preset": preset, **fields}), players=people(n)
+                )
+                reply = await client.create(request)
+                assert (reply.code, reply.reason) == ("INVALID_ARGUMENT", reason), (what, reply)
+                assert client.name == "grpc" or reply.http_status == 400
+                assert reply.data["details"][0]["metadata"]["rule"] == rule, (what, reply.data)
+                for word in words:
+                    assert word in reply.data["message"], (what, word, reply.data["message"])
+            assert _games_in_redis(redis_url) == 0, "a refused CreateGame stored a game"
+            await _refused_moves(one, client, preset)
+
+    run(go())
+
+
+async def _refused_moves(one: Instance, client: Client, preset: str) -> None:
+    n = players_for(preset, 2)
+    seed = _seed(f"refusals-{client.name}-{preset}")
+    target = max(15, engine.preset(preset).target_score // 2)  # type: ignore[attr-defined]
+    request = _request(n, {}, seed, preset=preset, target_score=target)  # a few hands
+    created = (await client.create(request)).ok()
+    game_id = created["game"]["gameId"]
+    tokens = _tokens(created)
+    stranger = _tokens((await client.create(request)).ok())[0]
+    rng = random.Random(seed)
+    seen: set[tuple[str, str, str]] = set()
+    join = "CL-MAT-1" if engine.preset(preset).game == "matador" else "CL-LINE-1"
+
+    async def refused(
+        token: str | None,
+        move: dict[str, Any],
+        reason: str,
+        rule: str | None = None,
+        detail: str | None = None,
+        **kw: Any,
+    ) -> None:
+        """``move`` is refused with ``reason`` (and the rule and the engine's
+        detail, when given), and nothing in the store changes."""
+        before = await one.store.load(game_id)
+        reply = await client.apply(game_id, token, move, **kw)
+        after = await one.store.load(game_id)
+        assert before is not None
+        assert after is not None
+        assert reply.reason == reason, (move, reply.data)
+        assert (after.version, after.state) == (before.version, before.state), (move, reason)
+        info = reply.data["details"][0]
+        meta = info.get("metadata", {})
+        if reason in ("ILLEGAL_MOVE", "NOT_YOUR_TURN", "GAME_OVER"):
+            assert reply.code == _FAILED
+            assert client.name == "grpc" or reply.http_status == 400
+            seen.add((reason, meta["rule"], meta["detail"]))
+        assert rule is None or meta.get("rule") == rule, (move, reply.data)
+        assert detail is None or meta.get("detail") == detail, (move, reply.data)
+
+    def play(tile: TileT, end: int = 0) -> dict[str, Any]:
+        return {"play": {"tile": {"a": tile[0], "b": tile[1]}, "train": {"line": {}, "end": end}}}
+
+    view = created["game"]
+    mover = view["currentSeat"]
+    other = (mover + 1) % n
+    hand = {
+        _tile(t.get("a", 0), t.get("b", 0))
+        for t in (await client.get(game_id, tokens[mover])).ok()["hand"]
+    }
+    [opening] = (await client.legal(game_id, tokens[mover])).ok()["moves"]
+    assert opening["notation"].endswith("@l0")  # CL-START-1: the one legal first move
+    # Seat tokens, in every call that takes one.
+    for token in ("not-a-token", stranger):
+        for call in (client.get(game_id, token), client.legal(game_id, token)):
+            reply = await call
+            assert (reply.code, reply.reason) == ("PERMISSION_DENIED", "BAD_SEAT_TOKEN")
+        await refused(token, opening["move"], "BAD_SEAT_TOKEN")
+    await refused(None, opening["move"], "UNAUTHENTICATED")
+    await refused(tokens[mover], opening["move"], "VERSION_MISMATCH", expected=1)
+    await refused(tokens[other], opening["move"], "NOT_YOUR_TURN", "CL-TURN-1")
+    opener = opening["move"]["play"]["tile"]
+    opener_tile = _tile(opener.get("a", 0), opener.get("b", 0))
+    mover_token = tokens[mover]
+    # CL-START-1: the highest double (or the heaviest tile) opens the first hand.
+    another = play(min(hand - {opener_tile}))
+    await refused(mover_token, another, "ILLEGAL_MOVE", "CL-START-1", "MUST_OPEN_WITH")
+    await refused(mover_token, play(opener_tile, 1), "ILLEGAL_MOVE", "CL-LINE-1", "NO_SUCH_TRAIN")
+    for move in ({"pass": {}}, {"draw": {}}):  # CL-TURN-1: whoever can place must
+        await refused(mover_token, move, "ILLEGAL_MOVE", "CL-TURN-1", "MUST_PLAY")
+    await refused(mover_token, {"endTurn": {}}, "ILLEGAL_MOVE", "CL-TURN-1", "CANNOT_END_TURN")
+    absent = next(_tile(a, b) for a in range(7) for b in range(a, 7) if _tile(a, b) not in hand)
+    await refused(mover_token, play(absent), "ILLEGAL_MOVE", "CL-TURN-1", "TILE_NOT_IN_HAND")
+    seat_train = {"play": {"tile": opener, "train": {"seat": mover}}}
+    await refused(mover_token, seat_train, "ILLEGAL_MOVE", "CL-LINE-1", "NO_SUCH_TRAIN")
+    malformed = await client.apply(game_id, tokens[mover], play((7, 7)))  # T-1: not double-six
+    assert (malformed.code, malformed.reason) == ("INVALID_ARGUMENT", "INVALID_ARGUMENT")
+
+    # A whole game at random, refusing on the way what each position forbids.
+    while not _finished(view):
+        mover = view["currentSeat"]
+        token = tokens[mover]
+        legal = (await client.legal(game_id, token)).ok()["moves"]
+        kinds = {next(iter(m["move"])) for m in legal}
+        if kinds == {"pass"}:  # CL-BLOCK-1: no drawing; CL-DRAW-1: no more than the reserve
+            blocked = "CL-DRAW-1" if draws(preset) else "CL-BLOCK-1"
+            await refused(token, {"draw": {}}, "ILLEGAL_MOVE", blocked, "CANNOT_DRAW")
+        elif kinds == {"draw"}:
+            await refused(token, {"pass": {}}, "ILLEGAL_MOVE", "CL-DRAW-1", "CANNOT_PASS")
+        elif rng.random() < 0.3:
+            mine = (await client.get(game_id, token)).ok()["hand"]
+            hand = {_tile(t.get("a", 0), t.get("b", 0)) for t in mine}
+            fits = {_move_key(m["move"])[1] for m in legal}
+            stuck = sorted(hand - fits)
+            if stuck and view["line"].get("tiles"):  # CL-LINE-1 / CL-MAT-1: joins no end
+                bad = play(rng.choice(stuck), rng.randrange(2))
+                await refused(token, bad, "ILLEGAL_MOVE", join, "TILE_DOES_NOT_MATCH")
+            elif stuck:  # CL-START-1: a hand after one nobody won opens as the first
+                bad = play(rng.choice(stuck))
+                await refused(token, bad, "ILLEGAL_MOVE", "CL-START-1", "MUST_OPEN_WITH")
+            pick = rng.choice(legal)["move"]["play"]
+            named = {**pick, "exposed": pick["tile"].get("a", 0)}  # a plain tile names none
+            if "exposed" in pick:  # a two-way matador must name one
+                named = {k: v for k, v in pick.items() if k != "exposed"}
+            await refused(token, {"play": named}, "ILLEGAL_MOVE", join, "EXPOSED_NUMBER")
+            await refused(token, {"pass": {}}, "ILLEGAL_MOVE", "CL-TURN-1", "MUST_PLAY")
+            await refused(tokens[(mover + 1) % n], {"pass": {}}, "NOT_YOUR_TURN", "CL-TURN-1")
+        answer = await client.apply(game_id, token, rng.choice(legal)["move"], _version(view))
+        view = answer.ok()["game"]
+    for token in tokens.values():
+        await refused(token, {"draw": {}}, "GAME_OVER", "CL-SC-2")
+        await refused(token, {"pass": {}}, "GAME_OVER", "CL-SC-2", expected=_version(view))
+    await refused(stranger, {"draw": {}}, "BAD_SEAT_TOKEN")
+    missing = _expected_rules(preset) - seen
+    assert not missing, f"not refused in this game: {sorted(missing)}"
+    assert {rule for _, rule, _ in seen} <= {
+        "CL-TURN-1",
+        "CL-START-1",
+        "CL-LINE-1",
+        "CL-MAT-1",
+        "CL-BLOCK-1",
+        "CL-DRAW-1",
+        "CL-SC-2",
+    }, seen
 
 
 # ------------------------------------------------------------------ races

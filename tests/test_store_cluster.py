@@ -394,8 +394,10 @@ def test_the_seed_node_down_the_store_still_answers(
 
 
 def test_full_games_through_both_transports_on_a_cluster(cluster_url: str) -> None:
-    e2e.test_full_game(cluster_url, "grpc")
-    e2e.test_game_moves_between_instances_and_transports(cluster_url, "http-then-grpc")
+    e2e.test_full_game(cluster_url, "grpc", "pagat", {"rounds": 2})
+    e2e.test_game_moves_between_instances_and_transports(cluster_url, "http-then-grpc", "standard")
+    # A classic game's state and events in the cluster too.
+    e2e.test_game_moves_between_instances_and_transports(cluster_url, "grpc-then-http", "bergen")
 
 
 def test_replicas_racing_on_a_cluster_one_winner(cluster_url: str) -> None:

@@ -107,7 +107,7 @@ def test_every_store_call_goes_to_the_master_the_sentinel_names(
     master = Redis(port=sentinels.master.port)
     assert master.exists("ry:{s0000000000000000001}:g")
     # The service end to end through the sentinel URL.
-    e2e.test_full_game(sentinels.url, "http")
+    e2e.test_full_game(sentinels.url, "http", "pagat", {"rounds": 2})
 
 
 def _promoted(sentinels: RedisSentinels, old: int) -> bool:

@@ -1,12 +1,19 @@
-"""Golden transcripts: one whole recorded game per preset of API.md.
+"""Golden transcripts: one whole recorded game per preset of API.md, of every game.
 
-Each preset's game (4 players; 3 for ``by_set``, which then plays double-9) is
-played to its end by a fixed chooser, ``random.Random(<preset name>)``
-picking among the legal moves, and written as text: the ruleset, the seed,
-each round's deal, every move in its text form with the events it caused,
-and the final totals and winners. The test plays the game afresh and compares
-with ``tests/golden/<preset>.txt`` line for line, so any change in the deal,
-the legal moves, their order, the events or the scoring shows up as a diff.
+Each preset's game is played to its end and written as text: the ruleset,
+the seed, each round's (hand's) deal, every move in its text form with the
+events it caused, and the final totals and winners. The test plays the game
+afresh and compares with ``tests/golden/<preset>.txt`` line for line, so any
+change in the deal, the legal moves, their order, the events, the scoring or
+the bots' choices shows up as a diff.
+
+Mexican Train's presets: 4 players (3 for ``by_set``, which then plays
+double-9), every move chosen by ``random.Random(<preset name>)`` among the
+legal moves. The classic games' presets (RULES.md section 3): 2 to 4
+players, seat 1 played by the engine's greedy bot from its own view
+(``engine.choose``, CL-BOT-1) and every other seat by that chooser; a
+block game's boneyard lines list its sleeping tiles (CL-DEAL-1), which only
+this record, never a payload, shows.
 
 After a deliberate change of behaviour, regenerate the files and review the
 diff::
@@ -20,6 +27,7 @@ import json
 import os
 import random
 from pathlib import Path
+from typing import Final
 
 import pytest
 
@@ -28,27 +36,48 @@ from engine import (
     DoubleSatisfied,
     Event,
     GameEnded,
+    GameState,
     MarkerPlaced,
     MarkerRemoved,
     MexicanTrain,
     Move,
     Passed,
+    PointsScored,
     RoundEnded,
     RoundStarted,
     TileDrawn,
     TilePlayed,
     TurnStarted,
 )
-from tests.presets import MEXICAN_TRAIN_PRESETS
+from tests.presets import LINE_PRESETS, MEXICAN_TRAIN_PRESETS
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
 MAX_BYTES = 300_000
 
 
+#: Every preset of every game (API.md ListRulesets).
+RECORDED: Final = sorted(engine.PRESETS)
+
+#: The classic games' player counts: each 2-player or 3-player game has a
+#: boneyard (to draw from, or sleeping); the teams presets seat 4.
+LINE_PLAYERS: Final = {"block": 2, "draw": 3, "all_fives": 2, "bergen": 3, "matador": 2}
+
+#: The seats the engine's bots play in a classic preset's game, by level.
+LINE_BOTS: Final = {1: "greedy"}
+
+
 def players_for(name: str) -> int:
-    """4 players, but 3 for ``by_set`` (MT-SET-1: 2-3 players play double-9)."""
+    """Mexican Train: 4 players, but 3 for ``by_set`` (MT-SET-1: 2-3 players
+    play double-9); a classic preset: :data:`LINE_PLAYERS` (4 for teams)."""
+    if name in LINE_PRESETS:
+        return 4 if engine.preset(name).teams else LINE_PLAYERS[name]  # type: ignore[attr-defined]
     return 3 if name == "by_set" else 4
+
+
+def bots_for(name: str) -> dict[int, str]:
+    """The seats played by the engine's bots (none in Mexican Train's records)."""
+    return LINE_BOTS if name in LINE_PRESETS else {}
 
 
 def seed_for(name: str) -> str:
@@ -74,10 +103,16 @@ def describe(event: Event) -> str:
     if type(event) is TurnStarted:
         return f"turn s{event.seat}"
     if type(event) is RoundStarted:
+        if event.engine is None:  # a classic game's hand
+            return f"round {event.round} starter s{event.starter}"
         return f"round {event.round} engine {event.engine} starter s{event.starter}"
     if type(event) is RoundEnded:
         scores = " ".join(map(str, event.scores))
-        return f"round {event.round} ended {event.reason.value} scores {scores}"
+        won = "" if event.winner is None else f" winner s{event.winner}"
+        return f"round {event.round} ended {event.reason.value} scores {scores}{won}"
+    if type(event) is PointsScored:
+        team = "" if event.team is None else f" (team {event.team})"
+        return f"s{event.seat}{team} scores {event.points} {event.reason.value}"
     if type(event) is GameEnded:
         totals = " ".join(map(str, event.totals))
         winners = " ".join(f"s{s}" for s in event.winners)
@@ -85,21 +120,22 @@ def describe(event: Event) -> str:
     raise AssertionError(f"unknown event {event!r}")
 
 
-def _deal_lines(game: MexicanTrain, events: list[Event]) -> list[str]:
+def _deal_lines(game: GameState, events: list[Event]) -> list[str]:
     """The hands and boneyard right after a deal (a RoundStarted among ``events``)."""
     if not any(type(e) is RoundStarted for e in events):
         return []
     lines = [
         f"  deal s{seat}: {' '.join(map(str, game.hand(seat)))}" for seat in range(game.players)
     ]
-    lines.append(f"  boneyard: {' '.join(map(str, game.boneyard_tiles()))}")
+    lines.append(f"  boneyard: {' '.join(map(str, game.boneyard_tiles()))}")  # type: ignore[attr-defined]
     return lines
 
 
-def record(name: str) -> tuple[str, MexicanTrain]:
+def record(name: str) -> tuple[str, GameState]:
     """Play preset ``name``'s golden game and return its transcript and final state."""
     players = players_for(name)
     seed = seed_for(name)
+    bots = bots_for(name)
     game = engine.new_game(name, players, seed)
     chooser = random.Random(name)
     lines = [
@@ -110,12 +146,22 @@ def record(name: str) -> tuple[str, MexicanTrain]:
         f"players: {players}",
         f"seed: {seed}",
         f"chooser: random.Random({name!r}).choice(legal_moves())",
+        *(
+            [f"bots: {' '.join(f's{s} {level}' for s, level in sorted(bots.items()))}"]
+            if bots
+            else []
+        ),
         "opening: " + "; ".join(describe(e) for e in game.opening_events),
         *_deal_lines(game, game.opening_events),
     ]
     while not game.over:
         seat = game.current_seat
-        move = chooser.choice(game.legal_moves())
+        legal = game.legal_moves()
+        if seat in bots:  # CL-BOT-1: from the seat's view alone
+            view = engine.build_view(game, seat)
+            move = engine.choose(bots[seat], view, legal, engine.bot_key(view))
+        else:
+            move = chooser.choice(legal)
         events = game.apply(move, seat=seat)
         text = "; ".join(describe(e) for e in events)
         lines.append(f"v{game.version} s{seat} {move} | {text}")
@@ -133,7 +179,7 @@ def _field(lines: list[str], key: str) -> str:
     return found[0]
 
 
-@pytest.mark.parametrize("name", sorted(MEXICAN_TRAIN_PRESETS))
+@pytest.mark.parametrize("name", RECORDED)
 def test_transcript_matches_golden(name: str) -> None:
     """A fresh game of preset ``name`` plays exactly as recorded."""
     text, _ = record(name)
@@ -150,7 +196,7 @@ def test_transcript_matches_golden(name: str) -> None:
     assert len(text.encode()) < MAX_BYTES
 
 
-@pytest.mark.parametrize("name", sorted(MEXICAN_TRAIN_PRESETS))
+@pytest.mark.parametrize("name", RECORDED)
 def test_golden_moves_replay_to_recorded_result(name: str) -> None:
     """The moves written in the golden file, parsed back from text, replay to the
     recorded totals and winners, and to the same state as the live game."""
@@ -159,7 +205,8 @@ def test_golden_moves_replay_to_recorded_result(name: str) -> None:
     lines = path.read_text(encoding="utf-8").splitlines()
     players = int(_field(lines, "players"))
     seed = _field(lines, "seed")
-    rules = engine.Ruleset.from_dict(json.loads(_field(lines, "ruleset")))
+    rules_type = type(engine.preset(name))  # the game's own rules type
+    rules = rules_type.from_dict(json.loads(_field(lines, "ruleset")))  # type: ignore[attr-defined]
     assert rules.preset == name
     moves = [Move.parse(line.split(" ", 3)[2]) for line in lines if line.startswith("v")]
     versions = [int(line.split(" ", 1)[0][1:]) for line in lines if line.startswith("v")]
@@ -168,12 +215,19 @@ def test_golden_moves_replay_to_recorded_result(name: str) -> None:
     assert game.over
     assert _field(lines, "totals") == " ".join(map(str, game.totals))
     assert _field(lines, "winners") == " ".join(f"s{s}" for s in game.winners)
-    assert game.rounds_total == game.set_max + 1  # MT-RND-1: every round was played
+    if isinstance(game, MexicanTrain):
+        assert game.rounds_total == game.set_max + 1  # MT-RND-1: every round was played
+    else:  # CL-SC-2: to the target score; a team's is its seats' sum (CL-TEAM-1)
+        totals = game.team_scores() or game.totals  # type: ignore[attr-defined]
+        side = [w % len(totals) for w in game.winners]
+        assert all(totals[s] >= rules.target_score for s in side)
+        assert _field(lines, "bots") == "s1 greedy"
     _, live = record(name)
     assert game == live
 
 
 def test_every_preset_has_a_golden_file() -> None:
-    """No preset without a transcript, no transcript without a preset."""
+    """No preset of any game without a transcript, no transcript without a preset."""
     files = {p.stem for p in GOLDEN.glob("*.txt")}
-    assert files == set(MEXICAN_TRAIN_PRESETS)
+    assert files == set(engine.PRESETS)
+    assert set(MEXICAN_TRAIN_PRESETS) | set(LINE_PRESETS) == files

@@ -148,6 +148,8 @@ _ENUMS: Final[dict[str, type[StrEnum]]] = {
 _GAME_OPTIONS: Final = ("boneyard_reserve", "blocked_scoring", "target_score", "teams")
 #: CL-DRAW-1: the tiles that are never drawn.
 RESERVES: Final = (0, 2)
+#: CL-SET-1 / CL-SC-2: any target score from 1 up.
+MIN_TARGET_SCORE: Final = 1
 
 
 def _not_an_option(option: str, game: str) -> RulesetError:
@@ -240,7 +242,8 @@ class LineRules:
                 fill(self, "boneyard_reserve", 0)
             elif _whole("boneyard_reserve", self.boneyard_reserve) not in RESERVES:
                 raise RulesetError(
-                    f"boneyard_reserve must be 0 or 2, not {self.boneyard_reserve}",
+                    f"boneyard_reserve must be {' or '.join(map(str, RESERVES))}, "
+                    f"not {self.boneyard_reserve}",
                     rule="CL-DRAW-1",
                 )
         if "blocked_scoring" in have:
@@ -253,9 +256,10 @@ class LineRules:
                 )
         if self.target_score is None:
             fill(self, "target_score", facts.target_score)
-        elif _whole("target_score", self.target_score) < 1:
+        elif _whole("target_score", self.target_score) < MIN_TARGET_SCORE:
             raise RulesetError(
-                f"target_score must be at least 1, not {self.target_score}", rule="CL-SET-1"
+                f"target_score must be at least {MIN_TARGET_SCORE}, not {self.target_score}",
+                rule="CL-SET-1",
             )
         if "teams" in have:
             if self.teams is None:

@@ -300,6 +300,11 @@ class Ruleset:
 
 
 _FIELDS: Final = frozenset(f.name for f in dataclasses.fields(Ruleset))
+#: The options, in the order RULES.md section 2 gives them (the fields but
+#: ``preset`` and ``game``), for the refusal of one Mexican Train lacks.
+_OPTIONS: Final = tuple(
+    f.name for f in dataclasses.fields(Ruleset) if f.name not in ("preset", "game")
+)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -313,7 +318,12 @@ def _coerce(options: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in options.items():
         if name not in _FIELDS:
-            raise RulesetError(f"unknown ruleset option {name!r}")
+            # API.md: an option a game does not have (a classic game's, say) is
+            # refused naming the option and the game.
+            raise RulesetError(
+                f"{name!r} is not an option of mexican_train; its options are "
+                + ", ".join(_OPTIONS)
+            )
         enum = _ENUMS.get(name)
         if enum is not None and not isinstance(value, enum):
             try:
