@@ -36,6 +36,36 @@ class GameStatus(StrEnum):
     FINISHED = "finished"
 
 
+class MoveLog:
+    """The move log a game keeps, one implementation for every game: moves
+    applied since the last save wait in ``_history_tail`` (one ``append`` on
+    the hot path); ``_history_text`` is the saved text form (API.md's
+    notation, space-separated), parsed into ``_history_moves`` only when
+    asked for. A state's ``to_dict`` writes :meth:`_history_string`."""
+
+    _history_text: str
+    _history_moves: list[Move] | None
+    _history_tail: list[Move]
+
+    @property
+    def history(self) -> list[Move]:
+        """Every move applied since the first deal, in order."""
+        if self._history_moves is None:
+            text = self._history_text
+            self._history_moves = [Move.parse(t) for t in text.split(" ")] if text else []
+        return self._history_moves + self._history_tail
+
+    def _history_string(self) -> str:
+        if self._history_tail:
+            tail = " ".join(map(str, self._history_tail))
+            head = self._history_text
+            if self._history_moves is not None:
+                self._history_moves.extend(self._history_tail)
+            self._history_text = f"{head} {tail}" if head else tail
+            self._history_tail = []
+        return self._history_text
+
+
 class Rules(Protocol):
     """A game's options (frozen). Each game has its own type, which refuses
     an option its game does not have, naming the option and the game."""

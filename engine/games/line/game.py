@@ -72,7 +72,7 @@ from engine.events import (
     TilePlayed,
     TurnStarted,
 )
-from engine.game import GameStatus
+from engine.game import GameStatus, MoveLog
 from engine.games.line.rules import (
     BlockedScoring,
     InPlay,
@@ -158,7 +158,7 @@ def round_to_five(points: int) -> int:
     return (points + 2) // 5 * 5
 
 
-class LineGame:
+class LineGame(MoveLog):
     """A game of one of the line games from its rules, a player count and a seed.
 
     The protocol of :mod:`engine.game`: :meth:`legal_moves`, :meth:`apply`
@@ -792,24 +792,6 @@ class LineGame:
 
     def is_over(self) -> bool:
         return self.over
-
-    @property
-    def history(self) -> list[Move]:
-        """Every move applied since the deal of hand 1, in order."""
-        if self._history_moves is None:
-            text = self._history_text
-            self._history_moves = [Move.parse(t) for t in text.split(" ")] if text else []
-        return self._history_moves + self._history_tail
-
-    def _history_string(self) -> str:
-        if self._history_tail:
-            tail = " ".join(map(str, self._history_tail))
-            head = self._history_text
-            if self._history_moves is not None:
-                self._history_moves.extend(self._history_tail)
-            self._history_text = f"{head} {tail}" if head else tail
-            self._history_tail = []
-        return self._history_text
 
     @property
     def totals(self) -> list[int]:

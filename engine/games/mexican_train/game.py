@@ -50,7 +50,7 @@ from engine.events import (
     TilePlayed,
     TurnStarted,
 )
-from engine.game import GameStatus
+from engine.game import GameStatus, MoveLog
 from engine.games.mexican_train.rules import (
     DoubleAnswer,
     DoubleFollowup,
@@ -165,7 +165,7 @@ def _ref(players: int, slot: int, end: int) -> TrainRef:
     return ref
 
 
-class MexicanTrain:
+class MexicanTrain(MoveLog):
     """A game of Mexican Train from a ruleset, a player count and a seed.
 
     >>> from engine.games.mexican_train.rules import preset
@@ -867,24 +867,6 @@ class MexicanTrain:
             self._end_turn(True, ev)
 
     # ------------------------------------------------------------------ queries
-
-    @property
-    def history(self) -> list[Move]:
-        """Every move applied since the deal of round 1, in order."""
-        if self._history_moves is None:
-            text = self._history_text
-            self._history_moves = [Move.parse(t) for t in text.split(" ")] if text else []
-        return self._history_moves + self._history_tail
-
-    def _history_string(self) -> str:
-        if self._history_tail:
-            tail = " ".join(map(str, self._history_tail))
-            head = self._history_text
-            if self._history_moves is not None:
-                self._history_moves.extend(self._history_tail)
-            self._history_text = f"{head} {tail}" if head else tail
-            self._history_tail = []
-        return self._history_text
 
     @property
     def on_table(self) -> list[int]:
