@@ -36,16 +36,32 @@ class GameStatus(StrEnum):
     FINISHED = "finished"
 
 
-class MoveLog:
-    """The move log a game keeps, one implementation for every game: moves
-    applied since the last save wait in ``_history_tail`` (one ``append`` on
-    the hot path); ``_history_text`` is the saved text form (API.md's
-    notation, space-separated), parsed into ``_history_moves`` only when
-    asked for. A state's ``to_dict`` writes :meth:`_history_string`."""
+class StateBase:
+    """What every game's state shares, one implementation for all: the
+    legal-move cache (each game's ``_generate`` fills it; a move clears it)
+    and the move log. Moves applied since the last save wait in
+    ``_history_tail`` (one ``append`` on the hot path); ``_history_text`` is
+    the saved text form (API.md's notation, space-separated), parsed into
+    ``_history_moves`` only when asked for. A state's ``to_dict`` writes
+    :meth:`_history_string`."""
 
+    _legal: list[Move] | None
     _history_text: str
     _history_moves: list[Move] | None
     _history_tail: list[Move]
+
+    def _generate(self) -> list[Move]:
+        raise NotImplementedError
+
+    def legal_moves(self) -> list[Move]:
+        """Every legal move of the seat to move, in a fixed order (empty once over).
+
+        The list is shared until the next move: do not change it.
+        """
+        moves = self._legal
+        if moves is None:
+            moves = self._legal = self._generate()
+        return moves
 
     @property
     def history(self) -> list[Move]:

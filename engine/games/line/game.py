@@ -72,7 +72,7 @@ from engine.events import (
     TilePlayed,
     TurnStarted,
 )
-from engine.game import GameStatus, MoveLog
+from engine.game import GameStatus, StateBase
 from engine.games.line.rules import (
     BlockedScoring,
     InPlay,
@@ -158,7 +158,7 @@ def round_to_five(points: int) -> int:
     return (points + 2) // 5 * 5
 
 
-class LineGame(MoveLog):
+class LineGame(StateBase):
     """A game of one of the line games from its rules, a player count and a seed.
 
     The protocol of :mod:`engine.game`: :meth:`legal_moves`, :meth:`apply`
@@ -346,16 +346,6 @@ class LineGame(MoveLog):
         return False
 
     # ------------------------------------------------------------------ legal moves
-
-    def legal_moves(self) -> list[Move]:
-        """Every legal move of the seat to move, in a fixed order (empty once over).
-
-        The list is shared until the next move: do not change it.
-        """
-        moves = self._legal
-        if moves is None:
-            moves = self._legal = self._generate()
-        return moves
 
     def _generate(self) -> list[Move]:
         if self.over:

@@ -50,7 +50,7 @@ from engine.events import (
     TilePlayed,
     TurnStarted,
 )
-from engine.game import GameStatus, MoveLog
+from engine.game import GameStatus, StateBase
 from engine.games.mexican_train.rules import (
     DoubleAnswer,
     DoubleFollowup,
@@ -165,7 +165,7 @@ def _ref(players: int, slot: int, end: int) -> TrainRef:
     return ref
 
 
-class MexicanTrain(MoveLog):
+class MexicanTrain(StateBase):
     """A game of Mexican Train from a ruleset, a player count and a seed.
 
     >>> from engine.games.mexican_train.rules import preset
@@ -488,16 +488,6 @@ class MexicanTrain(MoveLog):
             if not key & 127:
                 self._rows[slot][tid] = move
         return move
-
-    def legal_moves(self) -> list[Move]:
-        """Every legal move of the seat to move, in a fixed order (empty once over).
-
-        The list is shared until the next move: do not change it.
-        """
-        moves = self._legal
-        if moves is None:
-            moves = self._legal = self._generate()
-        return moves
 
     def _generate(self) -> list[Move]:
         if self.over:
