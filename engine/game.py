@@ -18,6 +18,7 @@ spec's ``load`` rebuilds exactly.
 from __future__ import annotations
 
 import random
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -36,7 +37,7 @@ class GameStatus(StrEnum):
     FINISHED = "finished"
 
 
-class StateBase:
+class StateBase(ABC):
     """What every game's state shares, one implementation for all: the
     legal-move cache (each game's ``_generate`` fills it; a move clears it)
     and the move log. Moves applied since the last save wait in
@@ -50,8 +51,9 @@ class StateBase:
     _history_moves: list[Move] | None
     _history_tail: list[Move]
 
+    @abstractmethod
     def _generate(self) -> list[Move]:
-        raise NotImplementedError
+        """The legal moves, computed (each game's own rules)."""
 
     def legal_moves(self) -> list[Move]:
         """Every legal move of the seat to move, in a fixed order (empty once over).

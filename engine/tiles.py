@@ -86,3 +86,31 @@ def set_size(n: int) -> int:
 def canonical_ids(n: int) -> tuple[int, ...]:
     """The ids of the double-N set in canonical order (by ``a``, then ``b``)."""
     return tuple(a << 5 | b for a in range(n + 1) for b in range(a, n + 1))
+
+
+# Hands as per-pip bit masks, the representation every game's state uses:
+# ``hand[v]`` has bit ``x`` set when the hand holds the tile ``v-x`` (a
+# tile is in the masks of both its numbers).
+
+#: ``TILE_BITS[id]`` for a tile id ``a << 5 | b`` (any orientation): the mask
+#: updates ``(a, 1 << b, b, 1 << a)`` that add it to or remove it from a hand.
+TILE_BITS: Final = [(i >> 5, 1 << (i & 31), i & 31, 1 << (i >> 5)) for i in range(1024)]
+
+#: ``TILE_OF_PAIR[v][x]``: the id of the tile ``v-x``.
+TILE_OF_PAIR: Final = [[min(v, x) << 5 | max(v, x) for x in range(32)] for v in range(32)]
+
+
+def hand_ids(hand: list[int]) -> list[int]:
+    """The tile ids of a hand of per-pip masks, in canonical order.
+
+    >>> hand_ids([0b10, 0b1, 0, 0b1000])  # 0-1 (in masks 0 and 1), 3-3
+    [1, 99]
+    """
+    ids = []
+    for a, mask in enumerate(hand):
+        bits = mask >> a << a  # the tiles a-b with b >= a, each listed once
+        while bits:
+            low = bits & -bits
+            ids.append(a << 5 | (low.bit_length() - 1))
+            bits ^= low
+    return ids

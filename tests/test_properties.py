@@ -54,7 +54,7 @@ from engine import (
     TrainKind,
     TurnStarted,
 )
-from engine.games.mexican_train.game import _hand_ids
+from engine.tiles import hand_ids as _hand_ids
 from tests.presets import MEXICAN_TRAIN_PRESETS
 
 Pair = tuple[int, int]

@@ -82,7 +82,10 @@ from engine.games.line.rules import (
 )
 from engine.moves import DRAW, PASS, Move, MoveKind, TrainKind, TrainRef
 from engine.shuffle import shuffle
+from engine.tiles import TILE_BITS as _TILE_BITS
+from engine.tiles import TILE_OF_PAIR as _TID
 from engine.tiles import TILES, Tile, canonical_ids
+from engine.tiles import hand_ids as _hand_ids
 from engine.view import GameView, LineView, PlayerView, TeamView, TurnView
 
 #: Version of :meth:`LineGame.to_dict`'s format.
@@ -98,14 +101,10 @@ LEFT: Final = TrainRef(TrainKind.LINE, 0, 0)
 RIGHT: Final = TrainRef(TrainKind.LINE, 0, 1)
 _ENDS: Final = (LEFT, RIGHT)
 
-#: ``_TID[v][x]``: the id of the tile ``v-x``.
-_TID: Final = [[min(v, x) << 5 | max(v, x) for x in range(32)] for v in range(32)]
 
 #: Interned plays: ``_PLAYS[end][tid]`` (no exposed number).
 _PLAYS: Final = [[Move(MoveKind.PLAY, tile, ref) for tile in TILES] for ref in _ENDS]
 
-#: Per tile id ``a << 5 | b``: the hand-mask updates ``(a, 1 << b, b, 1 << a)``.
-_TILE_BITS: Final = [(i >> 5, 1 << (i & 31), i & 31, 1 << (i >> 5)) for i in range(1024)]
 
 #: CL-MAT-1: the matadors, in every set.
 MATADORS: Final = (0 << 5 | 0, 1 << 5 | 6, 2 << 5 | 5, 3 << 5 | 4)
@@ -1120,18 +1119,6 @@ def _read_rules(rules: LineRules) -> _Facts:
         rules.target_score,  # CL-SC-2
         rules.to_dict(),  # shared: to_dict copies it
     )
-
-
-def _hand_ids(hand: list[int]) -> list[int]:
-    """The tile ids of a hand (per-pip masks), in canonical order."""
-    ids = []
-    for a, mask in enumerate(hand):
-        bits = mask >> a << a  # the tiles a-b with b >= a, each listed once
-        while bits:
-            low = bits & -bits
-            ids.append(a << 5 | (low.bit_length() - 1))
-            bits ^= low
-    return ids
 
 
 def _canon_id(code: int) -> int:

@@ -63,7 +63,10 @@ from engine.games.mexican_train.rules import (
 from engine.games.mexican_train.view import mexican_train_view
 from engine.moves import DRAW, END_TURN, PASS, Move, MoveKind, TrainKind, TrainRef
 from engine.shuffle import shuffle
+from engine.tiles import TILE_BITS as _TILE_BITS
+from engine.tiles import TILE_OF_PAIR as _TID
 from engine.tiles import TILES, Tile, canonical_ids
+from engine.tiles import hand_ids as _hand_ids
 from engine.view import GameView
 
 #: Version of :meth:`MexicanTrain.to_bytes`'s format. 2: the turn and the open
@@ -135,9 +138,8 @@ _TURN_FIELDS_1: Final = (
     "chain_open",
 )
 
-# Per tile id ``a << 5 | b`` (any orientation): the hand-mask updates
-# ``(a, 1 << b, b, 1 << a)``, the pips, and whether it is canonical (a <= b).
-_TILE_BITS: Final = [(i >> 5, 1 << (i & 31), i & 31, 1 << (i >> 5)) for i in range(1024)]
+# Per tile id ``a << 5 | b`` (any orientation): the pips, and whether it is
+# canonical (a <= b); its hand-mask updates are engine.tiles.TILE_BITS.
 _PIPS: Final = [(i >> 5) + (i & 31) for i in range(1024)]
 _CANONICAL: Final = [(i >> 5) <= (i & 31) for i in range(1024)]
 
@@ -146,8 +148,6 @@ _CANONICAL: Final = [(i >> 5) <= (i & 31) for i in range(1024)]
 _MOVES: dict[int, dict[int, Move]] = {}
 _ROWS: dict[tuple[int, int], list[list[Move | None]]] = {}  # end-0 moves by [slot][tile id]
 
-#: ``_TID[v][x]``: the id of the tile ``v-x``.
-_TID: Final = [[min(v, x) << 5 | max(v, x) for x in range(32)] for v in range(32)]
 _REFS: dict[int, dict[int, TrainRef]] = {}
 
 
@@ -1136,18 +1136,6 @@ class MexicanTrain(StateBase):
 
 
 _ENCODER: Final = json.JSONEncoder(separators=(",", ":"))
-
-
-def _hand_ids(hand: list[int]) -> list[int]:
-    """The tile ids of a hand (per-pip masks), in canonical order."""
-    ids = []
-    for a, mask in enumerate(hand):
-        bits = mask >> a << a  # the tiles a-b with b >= a, each listed once
-        while bits:
-            low = bits & -bits
-            ids.append(a << 5 | (low.bit_length() - 1))
-            bits ^= low
-    return ids
 
 
 @functools.lru_cache(maxsize=256)
