@@ -7,11 +7,34 @@ this must not drift: ``tests/test_shuffle.py`` checks the published vectors.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import struct
-from collections.abc import MutableSequence
-from typing import Final, TypeVar
+from collections.abc import Callable, MutableSequence
+from typing import Final, Protocol, TypeVar
 
 T = TypeVar("T")
+
+
+class _Hash(Protocol):
+    def digest(self) -> bytes: ...
+
+
+def _fast_sha256() -> Callable[[bytes], _Hash]:
+    """SHA-256 for a deal's short messages (~40 bytes): CPython's own
+    implementation (the one hashlib falls back to) hashes one in 0.33 us where
+    OpenSSL's, which hashlib.sha256 picks, takes 0.47 us as it sets up a
+    context each time, and a 28-tile deal takes 7. The same function either
+    way: the published vectors check it."""
+    for module in ("_sha256", "_sha2"):  # CPython 3.11, 3.12+
+        try:
+            found: Callable[[bytes], _Hash] = importlib.import_module(module).sha256
+        except (ImportError, AttributeError):
+            continue
+        return found
+    return hashlib.sha256
+
+
+_sha256: Final = _fast_sha256()
 
 _TWO64: Final = 1 << 64
 _WORDS_PER_DIGEST: Final = 4
@@ -31,48 +54,48 @@ class _Words:
     __slots__ = ("_counter", "_prefix", "words")
 
     def __init__(self, seed: str, label: str) -> None:
-        self._prefix = hashlib.sha256(seed.encode() + b"\x00" + label.encode() + b"\x00")
+        self._prefix = b"%s\x00%s\x00" % (seed.encode(), label.encode())
         self._counter = 0
         self.words: list[int] = []
 
     def more(self, count: int) -> None:
-        digests = max(1, -(-count // _WORDS_PER_DIGEST))
-        parts = []
+        digests = -(-count // _WORDS_PER_DIGEST) or 1
         prefix = self._prefix
-        for counter in range(self._counter, self._counter + digests):
-            h = prefix.copy()
-            h.update(_COUNTERS[counter] if counter < 64 else counter.to_bytes(8, "big"))
-            parts.append(h.digest())
-        self._counter += digests
-        self.words.extend(struct.unpack(f">{digests * _WORDS_PER_DIGEST}Q", b"".join(parts)))
+        start = self._counter
+        blob = b"".join(
+            [
+                _sha256(prefix + (_COUNTERS[c] if c < 64 else c.to_bytes(8, "big"))).digest()
+                for c in range(start, start + digests)
+            ]
+        )
+        self._counter = start + digests
+        unpack = _UNPACK[digests] if digests < 64 else struct.Struct(f">{digests * 4}Q")
+        self.words.extend(unpack.unpack(blob))
 
 
-#: Step 2's rejection limit for each ``n`` below 256: ``_LIMITS[n]`` serves
-#: ``uniform(n)``. Every deal fits (double-18 has 190 tiles); larger lists take
-#: the exact path, which computes its limits.
-_LIMITS: Final = [_TWO64 - (_TWO64 % n) if n else 0 for n in range(256)]
+#: The big-endian u64 readers of 1 to 63 digests.
+_UNPACK: Final = [struct.Struct(f">{d * _WORDS_PER_DIGEST}Q") for d in range(64)]
 
 
 def shuffle(seed: str, label: str, items: MutableSequence[T]) -> MutableSequence[T]:
     """API.md step 3: Fisher-Yates from the last index down, in place; returns ``items``."""
     size = len(items)
-    stream = _Words(seed, label)
-    stream.more(size)
-    # A shuffle of ``size`` items draws ``uniform(size)`` first, so it reads
-    # ``_LIMITS[size]``: the table covers it only below its length.
-    if size < len(_LIMITS):
-        # Fast path: one word per swap. A word is rejected (step 2) about once
-        # in 2**56 draws; if it happens, start again on the exact path below.
-        original = list(items)
-        limits = _LIMITS
-        for i, x in zip(range(size - 1, 0, -1), stream.words, strict=False):
-            if x >= limits[i + 1]:
-                items[:] = original
-                return _shuffle_exact(_Words(seed, label), items)
-            j = x % (i + 1)
-            items[i], items[j] = items[j], items[i]
+    if size < 2:
         return items
-    return _shuffle_exact(stream, items)
+    stream = _Words(seed, label)
+    stream.more(size - 1)
+    words = stream.words
+    # Fast path: one word per swap. Step 2 rejects a word x for uniform(n)
+    # when x >= 2**64 - (2**64 % n), which is above 2**64 - size for every n
+    # up to size: a batch whose largest word (max, in C) is below that has no
+    # rejection. Otherwise (about once in 2**56 words per swap) the exact
+    # path decides word by word.
+    if max(words) >= _TWO64 - size:
+        return _shuffle_exact(stream, items)
+    for i, x in zip(range(size - 1, 0, -1), words, strict=False):
+        j = x % (i + 1)
+        items[i], items[j] = items[j], items[i]
+    return items
 
 
 def _shuffle_exact(stream: _Words, items: MutableSequence[T]) -> MutableSequence[T]:

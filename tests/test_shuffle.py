@@ -100,3 +100,37 @@ def test_mt_fair_1_shuffle_matches_api_md_at_every_size(seed: str, size: int) ->
     want = _api_md_shuffle(seed, "round:1:deal", list(range(size)))
     assert _shuffle_exact(_Words(seed, "round:1:deal"), list(range(size))) == want
     assert list(shuffle(seed, "round:1:deal", list(range(size)))) == want
+
+
+def test_mt_fair_1_fast_path_hands_a_rejectable_word_to_the_exact_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """API.md step 2 rejects a word at or above uniform(n)'s limit; such words
+    come about once in 2**56, so one is planted: the fast path must leave the
+    batch to the exact path, which skips it, and no item moves before that."""
+    real_more = _Words.more
+
+    def more(self: _Words, count: int) -> None:
+        first = not self.words
+        real_more(self, count)
+        if first:
+            self.words[0] = (1 << 64) - 1  # 2**64 % 28 != 0: uniform(28) rejects it
+
+    monkeypatch.setattr(_Words, "more", more)
+    want = _shuffle_exact(_Words("seed", "round:1:deal"), list(range(28)))
+    unrejected = list(range(28))
+    j = ((1 << 64) - 1) % 28  # what taking the word would have swapped
+    unrejected[27], unrejected[j] = unrejected[j], unrejected[27]
+    assert want[27] != unrejected[27]
+    assert list(shuffle("seed", "round:1:deal", list(range(28)))) == want
+
+
+def test_mt_fair_1_the_deals_sha256_is_sha256() -> None:
+    """The shuffle hashes with CPython's own SHA-256 where it has one (faster on
+    short messages than OpenSSL's): it must be SHA-256 exactly."""
+    import hashlib
+
+    from engine.shuffle import _sha256
+
+    for message in (b"", b"abc", b"seed\x00round:1:deal\x00" + bytes(8), bytes(range(256)) * 3):
+        assert _sha256(message).digest() == hashlib.sha256(message).digest()

@@ -42,7 +42,6 @@ SHA-256 shuffle (about 7 us), which OpenSpiel's chance nodes do not pay.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import itertools
 import json
@@ -141,6 +140,34 @@ def _plays_at(key: int, end: int, value: int, bits: int) -> tuple[Move, ...]:
     return plays
 
 
+#: The openings (CL-LINE-1, written @l0) of the tiles ``a-b`` with ``b >= a``
+#: a hand holds, by ``a << 13 | bits`` (``bits``: ``hand[a]`` less the bits below
+#: ``a``), in canonical order; filled as met.
+_OPENINGS_AT: dict[int, tuple[Move, ...]] = {}
+
+
+def _openings_at(key: int, a: int, bits: int) -> tuple[Move, ...]:
+    row = _PLAYS[0]
+    moves = []
+    while bits:
+        low = bits & -bits
+        bits ^= low
+        moves.append(row[a << 5 | (low.bit_length() - 1)])
+    plays = _OPENINGS_AT[key] = tuple(moves)
+    return plays
+
+
+def _hand_pips(hand: list[int]) -> int:
+    """The pip total of a hand of per-pip masks (0-0 counts 0, CL-SC-1)."""
+    # A tile v-x is bit x of hand[v] and bit v of hand[x]: each half counted
+    # once, but a double's only once in all, so its second half is added.
+    total = 0
+    for v, mask in enumerate(hand):
+        if mask:
+            total += v * (mask.bit_count() + (mask >> v & 1))
+    return total
+
+
 def _touch(v: int, set_max: int) -> int:
     """CL-MAT-1: the number that joins an end showing ``v`` (adds up to 7), or
     ``-1`` where only a matador joins (an end of 0, or above 7)."""
@@ -173,17 +200,17 @@ class LineGame(StateBase):
             )
         if not isinstance(seed, str):
             raise RailyardError(f"the seed is text, not {type(seed).__name__}", rule="MT-FAIR-1")
-        self._rules = rules.resolve(players)
+        self._rules, facts = _prepare(rules, players)
         self._players = players
         self._seed = seed
-        self._setup()
+        self._setup(facts)
         self.opening_events: list[Event] = []
         self._deal(1, -1, self.opening_events)
 
     # ------------------------------------------------------------------ setup
 
-    def _setup(self) -> None:
-        """The game's facts, and every option, read once (:func:`_read_rules`)."""
+    def _setup(self, facts: _Facts) -> None:
+        """The game's facts, and every option, read once (:func:`_prepare`)."""
         n = self._players
         (
             self.name,
@@ -203,7 +230,7 @@ class LineGame(StateBase):
             self._seat0_any,
             self._target,
             self._rules_saved,
-        ) = _read_rules(self._rules)
+        ) = facts
         self._legal: list[Move] | None = None
         self.version = 0
         self._history_text = ""
@@ -257,15 +284,18 @@ class LineGame(StateBase):
         order = list(self._canon)
         shuffle(self._seed, f"round:{hand_no}:deal", order)  # in place
         self.round = hand_no
-        self.hands: list[list[int]] = [[0] * self._full for _ in range(n)]
+        hands: list[list[int]] = []
+        self.hands = hands
         self.counts = [h] * n
         bits = _TILE_BITS
+        full = self._full
         for seat in range(n):
-            hand = self.hands[seat]
+            hand = [0] * full
             for tid in order[seat * h : (seat + 1) * h]:
                 a, bit_b, b, bit_a = bits[tid]
                 hand[a] |= bit_b
                 hand[b] |= bit_a
+            hands.append(hand)
         # API.md step 5: drawn from the front; kept reversed, so a draw is a pop.
         self.boneyard: list[int] = order[n * h :][::-1]
         self.line: list[int] = []
@@ -319,13 +349,7 @@ class LineGame(StateBase):
 
     def pips(self, seat: int) -> int:
         """The pip total of seat ``seat``'s hand (0-0 counts 0, CL-SC-1)."""
-        # A tile v-x is bit x of hand[v] and bit v of hand[x]: each half counted
-        # once, but a double's only once in all, so its second half is added.
-        total = 0
-        for v, mask in enumerate(self.hands[seat]):
-            if mask:
-                total += v * (mask.bit_count() + (mask >> v & 1))
-        return total
+        return _hand_pips(self.hands[seat])
 
     def _can_draw(self) -> bool:
         """CL-DRAW-1: a drawing game, and more than the reserve in the boneyard."""
@@ -355,8 +379,16 @@ class LineGame(StateBase):
             # CL-LINE-1 / CL-START-1: the opening, written @l0.
             if self.opening_tile >= 0:
                 return [_PLAYS[0][self.opening_tile]]
-            row = _PLAYS[0]
-            return [row[t] for t in _hand_ids(hand)]
+            # Every tile, canonical order: by its low half a, the tiles a-b with
+            # b >= a (the bits of hand[a] from a up), looked up per a.
+            opening: list[Move] = []
+            openings = _OPENINGS_AT
+            for a, mask in enumerate(hand):
+                bits = mask >> a << a
+                if bits:
+                    key = a << 13 | bits
+                    opening += openings.get(key) or _openings_at(key, a, bits)
+            return opening
         moves: list[Move] = []
         if self._sevens:
             self._generate_sevens(hand, moves)
@@ -427,12 +459,15 @@ class LineGame(StateBase):
             legal = self._legal = self._generate()
         if move not in legal:
             move = self._normalize(move, legal)
+        # The move is legal: it is recorded first, as nothing below refuses it.
+        self.version += 1
+        self._history_tail.append(move)
+        self._legal = None
         kind = move.kind
-        if kind is _PLAY:
-            self._play(move, ev)
-        elif kind is _DRAW:
+        if kind is _DRAW:
             self._draw(ev)
-        else:
+            return
+        if kind is _PASS:
             if ev is not None:
                 ev.append(Passed(self.current_seat))
             if self._can_draw() or self._anyone_fits():
@@ -442,17 +477,9 @@ class LineGame(StateBase):
                 # get here (the move before ended the hand), but a search's
                 # position deals the hidden tiles anew, and may be blocked.
                 self._end_hand(RoundEndReason.BLOCKED, ev)
-        self.version += 1
-        self._history_tail.append(move)
-        self._legal = None
-
-    #: :meth:`apply` without building events: for playouts and search (one call
-    #: less on the hot path than a method that calls ``_apply``).
-    push = _apply
-
-    def _play(self, move: Move, ev: list[Event] | None) -> None:
-        # The hot path of every playout: plain locals, no helper calls in the
-        # common case.
+            return
+        # A placement: the hot path of every playout, inline (a call less),
+        # plain locals, no helper calls in the common case.
         tile, train = move.tile, move.train
         assert tile is not None
         assert train is not None
@@ -515,6 +542,10 @@ class LineGame(StateBase):
         self.drew = False
         if ev is not None:
             ev.append(TurnStarted(seat))
+
+    #: :meth:`apply` without building events: for playouts and search (one call
+    #: less on the hot path than a method that calls ``_apply``).
+    push = _apply
 
     def _draw(self, ev: list[Event] | None) -> None:
         """CL-DRAW-1: one tile; the turn stays with the drawer, who draws again
@@ -590,7 +621,7 @@ class LineGame(StateBase):
     def _blocked_winner(self) -> tuple[int | None, int]:
         """CL-SC-1 / CL-TEAM-1 after a block: the seat credited (``None`` on a tie
         for the lowest total) and the ``blocked_scoring`` amount."""
-        pips = [self.pips(s) for s in range(self._players)]
+        pips = list(map(_hand_pips, self.hands))
         if self._teams:
             team_pips = (pips[0] + pips[2], pips[1] + pips[3])
             if team_pips[0] == team_pips[1]:
@@ -613,12 +644,13 @@ class LineGame(StateBase):
         if reason is RoundEndReason.DOMINO:
             seat = self.current_seat
             winner: int | None = seat
-            pips = [self.pips(s) for s in range(self._players)]
+            hands = self.hands
             if self._teams:
                 k = 1 - (seat & 1)
-                amount = pips[k] + pips[k + 2]  # the other team's hands, not the partner's
+                # The other team's hands, not the partner's.
+                amount = _hand_pips(hands[k]) + _hand_pips(hands[k + 2])
             else:
-                amount = sum(pips)  # the winner's own is empty
+                amount = sum(map(_hand_pips, hands))  # the winner's own is empty
         else:
             winner, amount = self._blocked_winner()
         if winner is not None:
@@ -894,10 +926,10 @@ class LineGame(StateBase):
         if not isinstance(seed, str):
             raise CorruptStateError("the seed is text")
         self = cls.__new__(cls)
-        self._rules = rules.resolve(players)
+        self._rules, facts = _prepare(rules, players)
         self._players = players
         self._seed = seed
-        self._setup()
+        self._setup(facts)
         self.opening_events = []
         n = players
         self.version = _int(data["version"], 0)
@@ -1090,10 +1122,29 @@ class _Facts(NamedTuple):
     rules_saved: dict[str, Any]
 
 
-@functools.lru_cache(maxsize=256)
+#: :func:`_prepare`'s answers by ``(id(rules), players)``, each with the
+#: rules it was read from (kept alive, so the id is not reused meanwhile).
+_PREPARED: dict[tuple[int, int], tuple[LineRules, LineRules, _Facts]] = {}
+
+
+def _prepare(rules: LineRules, players: int) -> tuple[LineRules, _Facts]:
+    """The rules resolved for ``players`` and every fact and option a game
+    reads from them, once per rules object: a playout deals many games from
+    one, and a frozen dataclass hashes all its fields at every cache lookup."""
+    key = (id(rules), players)
+    entry = _PREPARED.get(key)
+    if entry is not None and entry[0] is rules:
+        return entry[1], entry[2]
+    resolved = rules.resolve(players)
+    facts = _read_rules(resolved)
+    if len(_PREPARED) >= 256:
+        _PREPARED.clear()
+    _PREPARED[key] = (rules, resolved, facts)
+    return resolved, facts
+
+
 def _read_rules(rules: LineRules) -> _Facts:
-    """Every fact and option a game reads, once per rules value (a playout
-    deals many games from one)."""
+    """Every fact and option a game reads from resolved rules."""
     facts = rules.facts
     assert rules.target_score is not None
     fives = facts.in_play is InPlay.FIVES  # CL-A5-1
