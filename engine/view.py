@@ -9,7 +9,7 @@ carries. Nothing about another hand or the boneyard's order is in a view.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from engine.game import GameStatus
 from engine.moves import TrainRef
@@ -49,8 +49,12 @@ class TrainView:
     branches: tuple[BranchView, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class OpenDoubleView:
+class OpenDoubleView(NamedTuple):
+    """A double still owed its answers (MT-DBL-1): where it is, its number,
+    and the tiles played on it so far (a chicken foot wants three, MT-DBL-7).
+    A named tuple: ``MexicanTrain.open_doubles`` lists these, and scenario
+    tests write them as ``(train, value, answers)``."""
+
     train: TrainRef
     value: int
     answers: int

@@ -67,7 +67,7 @@ from engine.tiles import TILE_BITS as _TILE_BITS
 from engine.tiles import TILE_OF_PAIR as _TID
 from engine.tiles import TILES, Tile, canonical_ids
 from engine.tiles import hand_ids as _hand_ids
-from engine.view import GameView
+from engine.view import GameView, OpenDoubleView
 
 #: Version of :meth:`MexicanTrain.to_bytes`'s format. 2: the turn and the open
 #: doubles as named fields (:class:`SavedTurn`, :class:`SavedDouble`); 1 wrote
@@ -922,9 +922,9 @@ class MexicanTrain(StateBase):
         # every tile on the table, for every request).
         return list(map(TILES.__getitem__, self.tile_codes[slot][end]))
 
-    def open_doubles(self) -> list[tuple[TrainRef, int, int]]:
-        """Every unsatisfied double that is not dead, oldest first: (train, value, answers)."""
-        return [(self._ref(d), d.value, d.answers) for d in self.doubles]
+    def open_doubles(self) -> list[OpenDoubleView]:
+        """Every unsatisfied double that is not dead, oldest first."""
+        return [OpenDoubleView(self._ref(d), d.value, d.answers) for d in self.doubles]
 
     def train_ref(self, slot: int, end: int = 0) -> TrainRef:
         return _ref(self.players, slot, end)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from engine.tiles import TILES
-from engine.view import BranchView, GameView, OpenDoubleView, PlayerView, TrainView, TurnView
+from engine.view import BranchView, GameView, PlayerView, TrainView, TurnView
 
 if TYPE_CHECKING:
     from engine.games.mexican_train.game import MexicanTrain
@@ -73,7 +73,7 @@ def mexican_train_view(game: MexicanTrain, seat: int | None = None) -> GameView:
         boneyard_count=len(game.boneyard),
         players=players,
         trains=tuple(trains),
-        open_doubles=tuple(OpenDoubleView(*d) for d in game.open_doubles()),
+        open_doubles=tuple(game.open_doubles()),
         turn=None
         if over
         else TurnView(game.owes, game.drew, game.first_turn_pending[game.current_seat]),
