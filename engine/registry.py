@@ -3,7 +3,7 @@ service, the bots, the arena and replay included, reaches a game only
 through the :class:`~engine.game.GameSpec` registered here.
 
 >>> sorted(GAMES)
-['all_fives', 'bergen', 'block', 'draw', 'matador', 'mexican_train']
+['all_fives', 'bergen', 'block', 'chicken_foot', 'draw', 'matador', 'mexican_train']
 >>> ruleset(game="mexican_train").preset, ruleset("house").game
 ('standard', 'mexican_train')
 """
@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from engine.errors import CorruptStateError, RulesetError
 from engine.game import GameSpec, GameState, Rules
+from engine.games.chicken_foot import SPEC as CHICKEN_FOOT
 from engine.games.line import SPECS as LINE_GAMES
 from engine.games.mexican_train import bots as mexican_train_bots
 from engine.games.mexican_train import rules as mexican_train_rules
@@ -44,7 +45,7 @@ _MEXICAN_TRAIN: Final = GameSpec(
 
 #: Every game, by name.
 GAMES: Final[dict[str, GameSpec]] = {
-    spec.name: spec for spec in (_MEXICAN_TRAIN, *LINE_GAMES.values())
+    spec.name: spec for spec in (_MEXICAN_TRAIN, *LINE_GAMES.values(), CHICKEN_FOOT)
 }
 
 #: The most players any game seats (a classic game on double-twelve, one

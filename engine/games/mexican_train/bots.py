@@ -70,11 +70,11 @@ def greedy_scores(view: GameView, options: Sequence[Move]) -> list[int]:
     if seat is None or view.hand is None:
         raise ValueError("a bot needs a seat's view")
     rules = view.ruleset
-    assert isinstance(rules, Ruleset)  # Mexican Train's heuristics
     assert rules.set_max is not None
     hand = hand_masks(view.hand, rules.set_max)
-    own = view.trains[seat]
-    own_ends = list(own.open_ends)
+    # Chicken Foot (CL-CF-1) plays on this engine with no own trains.
+    own_trains = bool(view.trains) and view.trains[0].ref.kind is TrainKind.SEAT
+    own_ends = list(view.trains[seat].open_ends) if own_trains else []
     shared_ends = [
         v
         for train in view.trains
@@ -90,7 +90,9 @@ def greedy_scores(view: GameView, options: Sequence[Move]) -> list[int]:
         own_ends,
         view.players[seat].marker,
         shared_ends,
-        rules.double_followup is DoubleFollowup.ANY_TRAIN,
+        # A double's tile to follow goes anywhere (MT-DBL-2); none is owed
+        # where the rules are not Mexican Train's own (Chicken Foot).
+        isinstance(rules, Ruleset) and rules.double_followup is DoubleFollowup.ANY_TRAIN,
     )
 
 
@@ -231,7 +233,7 @@ def playout_policy(state: GameState) -> Callable[[Sequence[Move]], Move]:
     """The playout policy of ``state`` (a Mexican Train game): :func:`playout_move`."""
     assert isinstance(state, MexicanTrain)
     game = state
-    any_train = game.rules.double_followup is DoubleFollowup.ANY_TRAIN
+    any_train = game.double_owes and game.engine_rules.double_followup is DoubleFollowup.ANY_TRAIN
 
     def policy(legal: Sequence[Move]) -> Move:
         return playout_move(game, legal, any_train)
@@ -244,7 +246,7 @@ def playout_move(game: MexicanTrain, legal: Sequence[Move], any_train: bool) -> 
     move, read from the state instead of a view; the first best on a tie,
     announcing the last-but-one tile (MT-KNOCK-1)."""
     seat = game.current_seat
-    players = game.players
+    personal = game.personal_trains
     open_ends = game.open_ends
     markers = game.markers
     shared_ends: list[int] = []
@@ -258,18 +260,18 @@ def playout_move(game: MexicanTrain, legal: Sequence[Move], any_train: bool) -> 
             continue
         doubles = doubles or tile.a == tile.b
         values.append(
-            open_ends[train.number if train.kind is _SEAT else players + train.number][train.end]
+            open_ends[train.number if train.kind is _SEAT else personal + train.number][train.end]
         )
     if doubles:
         for slot, ends in enumerate(open_ends):
-            if slot >= players or (markers[slot] and slot != seat):
+            if slot >= personal or (markers[slot] and slot != seat):
                 shared_ends.extend(v for v in ends if v >= 0)
     scores = play_scores(
         game.hands[seat],
         seat,
         legal,
         values,
-        [v for v in open_ends[seat] if v >= 0],
+        [v for v in open_ends[seat] if v >= 0] if seat < personal else [],
         markers[seat],
         shared_ends,
         any_train,
@@ -320,7 +322,7 @@ def describe(rules: Ruleset) -> str:
 
 
 def _worlds(view: GameView, legal: Sequence[Move]) -> Determinizer:
-    return Determinizer(view, legal)
+    return Determinizer(view, legal, MexicanTrain)
 
 
 HOOKS: Final = BotHooks(

@@ -35,7 +35,6 @@ dealing the next round.
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from collections.abc import Sequence
 from typing import Any, Final
@@ -69,7 +68,11 @@ class Determinizer:
     (75, 30)
     """
 
-    def __init__(self, view: GameView, legal: Sequence[Move]) -> None:
+    def __init__(
+        self, view: GameView, legal: Sequence[Move], game: type[MexicanTrain] = MexicanTrain
+    ) -> None:
+        """``game``: the class the positions are (Mexican Train, or a game
+        built on its engine, as Chicken Foot is)."""
         if STATE_FORMAT != FORMAT:
             raise NoDeterminizationError(f"state format {STATE_FORMAT} is not {FORMAT}")
         seat = view.viewer_seat
@@ -80,10 +83,13 @@ class Determinizer:
         self.seat: Final = seat
         players = len(view.players)
         self.players: Final = players
+        self._game: Final = game
         rules = view.ruleset
-        if not isinstance(rules, Ruleset):
-            raise NoDeterminizationError("not a Mexican Train view")
+        engine_rules = game.engine_ruleset_of(rules)
+        if engine_rules is None:
+            raise NoDeterminizationError(f"not a view of {game.name}")
         assert rules.set_max is not None
+        personal = players if game.own_trains else 0
         mine = {t.id for t in view.hand}
         seen = set(mine)
         assert view.engine is not None  # a Mexican Train view
@@ -117,7 +123,7 @@ class Determinizer:
         self._mine = sorted(mine)
         doubles: list[SavedDouble] = [
             {
-                "slot": _slot(d.train, players),
+                "slot": _slot(d.train, personal),
                 "end": d.train.end,
                 "value": d.value,
                 "answers": d.answers,
@@ -125,13 +131,18 @@ class Determinizer:
             }
             for d in view.open_doubles
         ]
-        first = [not view.trains[s].tiles and not view.players[s].marker for s in range(players)]
+        if personal:
+            first = [
+                not view.trains[s].tiles and not view.players[s].marker for s in range(players)
+            ]
+        else:
+            first = [False] * players  # no own trains: only the view's seat is known
         first[seat] = view.turn.first_turn
         self._base: dict[str, Any] = {
             "format": FORMAT,
-            "game": MexicanTrain.name,
+            "game": game.name,
             # Cut at this round: a playout ends with it (MT-RND-1 ``rounds``).
-            "rules": dataclasses.replace(rules, rounds=view.round).to_dict(),
+            "rules": rules.with_options(rounds=view.round).to_dict(),
             "players": players,
             "seed": "",
             "version": 0,
@@ -145,6 +156,7 @@ class Determinizer:
             "winners": [],
             "history": "",
         }
+        self._engine_rules: Final = engine_rules
         self._turn, self._doubles = self._infer_turn(view, legal, doubles)
 
     # ------------------------------------------------------------ turn
@@ -155,7 +167,7 @@ class Determinizer:
         """The first reading of the turn in progress whose legal moves are ``legal``."""
         want = set(legal)
         probe = random.Random(0)
-        for turn, marked in _turn_readings(view, legal, len(doubles)):
+        for turn, marked in _turn_readings(view, legal, len(doubles), self._engine_rules):
             trial = [d.copy() for d in doubles]
             for d in trial[len(trial) - marked :] if marked else ():
                 d["played_this_turn"] = True  # MT-DBL-3: played this turn, not blocking yet
@@ -188,15 +200,15 @@ class Determinizer:
 
     def position(self, rng: random.Random) -> MexicanTrain:
         """One determinization as a game."""
-        return MexicanTrain.from_dict(self.sample(rng))
+        return self._game.from_dict(self.sample(rng))
 
 
-def _slot(ref: TrainRef, players: int) -> int:
-    return ref.number if ref.kind is TrainKind.SEAT else players + ref.number
+def _slot(ref: TrainRef, personal: int) -> int:
+    return ref.number if ref.kind is TrainKind.SEAT else personal + ref.number
 
 
 def _turn_readings(
-    view: GameView, legal: Sequence[Move], open_doubles: int
+    view: GameView, legal: Sequence[Move], open_doubles: int, rules: Ruleset
 ) -> list[tuple[SavedTurn, int]]:
     """Candidate ``turn`` fields with how many of the newest open doubles were
     played this turn, most likely first."""
@@ -219,8 +231,6 @@ def _turn_readings(
     # A tile was played this turn when one is owed (MT-DBL-1) or a chain may end
     # (MT-FT-1); a chain that cannot go on offers END_TURN, never a draw.
     played = 1 if owes or END_TURN in legal else 0
-    rules = view.ruleset
-    assert isinstance(rules, Ruleset)  # Determinizer checked it
     chain_turn = rules.first_turn is FirstTurn.CHAIN and view.turn.first_turn
     one_double = rules.max_doubles_per_turn == 1
     # Doubles played this turn are the newest open ones; while a tile is owed the

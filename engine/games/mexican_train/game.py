@@ -50,7 +50,7 @@ from engine.events import (
     TilePlayed,
     TurnStarted,
 )
-from engine.game import GameStatus, StateBase
+from engine.game import GameStatus, Rules, StateBase
 from engine.games.mexican_train.rules import (
     DoubleAnswer,
     DoubleFollowup,
@@ -177,13 +177,21 @@ class MexicanTrain(StateBase):
     ['TilePlayed', 'TurnStarted']
     """
 
-    name: Final = "mexican_train"
+    name: str = "mexican_train"
+    #: MT-TR-1: each player has a train of their own (Chicken Foot has none,
+    #: CL-CF-1: its trains are the station's lines, numbered as Mexican trains).
+    own_trains: bool = True
+    #: MT-DBL-1: the player of a double owes one more tile (not in Chicken Foot).
+    double_owes: bool = True
 
     def __init__(self, ruleset: Ruleset, players: int, seed: str) -> None:
         if not isinstance(seed, str):
             raise RailyardError(f"the seed is text, not {type(seed).__name__}", rule="MT-FAIR-1")
         rules = ruleset.resolve(players)
-        self.rules: Final = rules
+        #: The game's rules, as its views show them.
+        self.rules: Rules = rules
+        #: The Mexican Train options the engine plays by (the same object here).
+        self.engine_rules = rules
         self.players: Final = players
         self.seed: Final = seed
         self._rules_saved = rules.to_dict()
@@ -195,8 +203,10 @@ class MexicanTrain(StateBase):
 
     def _setup(self) -> None:
         """Static facts of the game, and every option read once."""
-        rules = self.rules
+        rules = self.engine_rules
         n = self.players
+        #: Slots below this are the players' own trains (MT-TR-1).
+        self.personal_trains = n if self.own_trains else 0
         assert rules.set_max is not None
         assert rules.rounds is not None
         assert rules.hand_size is not None
@@ -206,7 +216,7 @@ class MexicanTrain(StateBase):
         self._hand_size = rules.hand_size
         self._first_engine = rules.first_engine
         self._full = rules.set_max + 1  # tiles carrying any one number (MT-DBL-5)
-        self._slots = n + rules.mexican_trains
+        self._slots = self.personal_trains + rules.mexican_trains
         self._set_aside = rules.engine_placement is EnginePlacement.SET_ASIDE
         self._draw_first = rules.first_player is FirstPlayer.DRAW
         self._chain_rule = rules.first_turn is FirstTurn.CHAIN
@@ -219,10 +229,12 @@ class MexicanTrain(StateBase):
         self._knock_rule = rules.knock_rule is KnockRule.PENALTY
         self._blank_value = rules.double_blank_value
         self._canon = canonical_ids(rules.set_max)
-        self._moves = _MOVES.setdefault(n, {})
-        rows = _ROWS.get((n, self._slots))
+        # Keyed by the personal trains, which fix how slots map to TrainRefs.
+        self._moves = _MOVES.setdefault(self.personal_trains, {})
+        shape = (self.personal_trains, self._slots)
+        rows = _ROWS.get(shape)
         if rows is None:  # once per shape: every state load comes through here
-            rows = _ROWS[n, self._slots] = [[None] * 640 for _ in range(self._slots)]
+            rows = _ROWS[shape] = [[None] * 640 for _ in range(self._slots)]
         self._rows = rows
         self._legal: list[Move] | None = None
         self.version = 0
@@ -376,7 +388,7 @@ class MexicanTrain(StateBase):
 
     def _end_turn(self, marker: bool, ev: list[Event] | None) -> None:
         seat = self.current_seat
-        if marker and not self.markers[seat]:
+        if marker and self.own_trains and not self.markers[seat]:
             # MT-TR-4: a draw that could not be played, or a pass.
             self.markers[seat] = True
             self._available = [None] * self.players
@@ -483,7 +495,8 @@ class MexicanTrain(StateBase):
         if move is None:
             tid = key >> 13
             slot, end = key >> 7 & 63, key >> 1 & 63
-            move = Move(MoveKind.PLAY, TILES[tid], _ref(self.players, slot, end), bool(key & 1))
+            ref = _ref(self.personal_trains, slot, end)
+            move = Move(MoveKind.PLAY, TILES[tid], ref, bool(key & 1))
             self._moves[key] = move
             if not key & 127:
                 self._rows[slot][tid] = move
@@ -537,7 +550,7 @@ class MexicanTrain(StateBase):
 
     def _available_slots(self, seat: int) -> list[int]:
         """MT-TR-3: the seat's own train, every Mexican train, every marked train."""
-        n = self.players
+        n = self.personal_trains
         markers = self.markers
         return [s for s in range(self._slots) if s == seat or s >= n or markers[s]]
 
@@ -563,7 +576,7 @@ class MexicanTrain(StateBase):
         tile, train = move.tile, move.train
         assert tile is not None
         assert train is not None
-        slot = train.number if train.kind is _SEAT else self.players + train.number
+        slot = train.number if train.kind is _SEAT else self.personal_trains + train.number
         return (tile.a << 5 | tile.b) << 13 | slot << 7 | train.end << 1 | move.announce
 
     # ------------------------------------------------------------------ moves
@@ -680,10 +693,11 @@ class MexicanTrain(StateBase):
         assert tile is not None
         assert train is not None
         tid = tile.a << 5 | tile.b
-        if train.kind is TrainKind.SEAT and 0 <= train.number < self.players:
+        personal = self.personal_trains
+        if train.kind is TrainKind.SEAT and 0 <= train.number < personal:
             slot = train.number
-        elif train.kind is TrainKind.MEXICAN and 0 <= train.number < self._slots - self.players:
-            slot = self.players + train.number
+        elif train.kind is TrainKind.MEXICAN and 0 <= train.number < self._slots - personal:
+            slot = personal + train.number
         else:
             return _illegal("NO_SUCH_TRAIN", "MT-TR-3", f"there is no train {train}")
         if not 0 <= train.end < len(self.open_ends[slot]) or self.open_ends[slot][train.end] < 0:
@@ -726,7 +740,7 @@ class MexicanTrain(StateBase):
             return _illegal(
                 "FIRST_TURN_OWN_TRAIN", "MT-FT-2", "on your first turn play on your own train only"
             )
-        elif slot < self.players and slot != seat and not self.markers[slot]:
+        elif slot < personal and slot != seat and not self.markers[slot]:
             return _illegal(
                 "TRAIN_NOT_AVAILABLE", "MT-TR-3", f"seat {slot}'s train carries no marker"
             )
@@ -742,15 +756,14 @@ class MexicanTrain(StateBase):
         return _illegal("ILLEGAL_MOVE", "MT-TURN-1", f"{move} is not legal now")
 
     def _ref(self, double: OpenDouble) -> TrainRef:
-        return _ref(self.players, double.slot, double.end)
+        return _ref(self.personal_trains, double.slot, double.end)
 
     def _play(self, move: Move, ev: list[Event] | None) -> None:
         tile, train = move.tile, move.train
         assert tile is not None
         assert train is not None
         seat = self.current_seat
-        n = self.players
-        slot = train.number if train.kind is _SEAT else n + train.number
+        slot = train.number if train.kind is _SEAT else self.personal_trains + train.number
         end = train.end
         a, b = tile
         ends = self.open_ends[slot]
@@ -796,7 +809,7 @@ class MexicanTrain(StateBase):
                     ends[end] = -1  # the trunk ends at the chicken foot
                 if ev is not None:
                     ev.append(DoubleSatisfied(train, value))
-        if slot == seat and self.markers[seat]:
+        if slot == seat and self.markers[seat]:  # never set without own trains
             self.markers[seat] = False  # MT-TR-4
             self._available = [None] * self.players
             if ev is not None:
@@ -815,7 +828,7 @@ class MexicanTrain(StateBase):
             return
         if self._knock_rule and self.counts[seat] == 1 and not move.announce:
             self.penalties += 1  # MT-KNOCK-1
-        if a == b:
+        if a == b and self.double_owes:
             # MT-DBL-1/4/6: a double owes one more tile, from the hand or one new
             # draw; ``drew`` stays as it is: the seat still drew this turn (API.md).
             self.owes = True
@@ -927,7 +940,7 @@ class MexicanTrain(StateBase):
         return [OpenDoubleView(self._ref(d), d.value, d.answers) for d in self.doubles]
 
     def train_ref(self, slot: int, end: int = 0) -> TrainRef:
-        return _ref(self.players, slot, end)
+        return _ref(self.personal_trains, slot, end)
 
     @property
     def slot_count(self) -> int:
@@ -1027,7 +1040,9 @@ class MexicanTrain(StateBase):
             self = cls.__new__(cls)
             # Not sorted: states are written in one key order, and another
             # order only costs a second cache entry.
-            self.rules, self._rules_saved = _ruleset_of(tuple(data["rules"].items()))  # type: ignore[misc]
+            self.rules, self.engine_rules, self._rules_saved = cls._saved_rules(
+                tuple(data["rules"].items())
+            )
             self.players = data["players"]  # type: ignore[misc]
             self.seed = data["seed"]  # type: ignore[misc]
             self._setup()
@@ -1114,6 +1129,21 @@ class MexicanTrain(StateBase):
             raise
         except (RailyardError, KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
             raise CorruptStateError(f"not a Mexican Train state: {exc!r}") from exc
+
+    @classmethod
+    def engine_ruleset_of(cls, rules: Rules) -> Ruleset | None:
+        """The Mexican Train options a view's ``rules`` play as (``None``: not
+        this game's rules)."""
+        return rules if isinstance(rules, Ruleset) else None
+
+    @classmethod
+    def _saved_rules(
+        cls, items: tuple[tuple[str, Any], ...]
+    ) -> tuple[Rules, Ruleset, dict[str, Any]]:
+        """A saved state's rules: as views show them, as the engine plays them,
+        and as saving writes them back."""
+        ruleset, saved = _ruleset_of(items)
+        return ruleset, ruleset, saved
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, MexicanTrain):

@@ -35,7 +35,7 @@ def mexican_train_view(game: MexicanTrain, seat: int | None = None) -> GameView:
                     game.train_ref(slot),
                     tuple(map(tile_of, codes[slot][0])),  # a C loop, tile by tile
                     (ends[0],) if ends[0] >= 0 else (),
-                    slot < game.players and game.markers[slot],
+                    slot < game.personal_trains and game.markers[slot],
                 )
             )
             continue
@@ -56,7 +56,7 @@ def mexican_train_view(game: MexicanTrain, seat: int | None = None) -> GameView:
                 game.train_ref(slot),
                 tuple(game.train_tiles_of(slot, 0)),
                 tuple(v for v in ends if v >= 0),
-                slot < game.players and game.markers[slot],
+                slot < game.personal_trains and game.markers[slot],
                 branches,
             )
         )
