@@ -42,6 +42,8 @@ ILLEGAL_REASONS: Final[dict[str, str]] = {
     "CANNOT_END_TURN": "ending the turn is only for a chain first turn (MT-FT-1)",
     "MUST_PAY_DOUBLE": "a chain cannot end while a tile is owed for a double (MT-FT-3)",
     "MUST_OPEN_WITH": "the hand's first tile is the one the opening rule names (CL-START-1)",
+    "MUST_START_LINE": "until every line has started, only a play that starts a line is legal "
+    "(CL-CF-1)",
     "EXPOSED_NUMBER": "a two-way matador names the number it leaves open, no other play does "
     "(CL-MAT-1)",
 }
