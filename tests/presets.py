@@ -12,6 +12,10 @@ from engine.games.line import GAMES as LINE_GAMES
 #: Mexican Train's presets (RULES.md section 2), by name.
 MEXICAN_TRAIN_PRESETS: Final = engine.GAMES["mexican_train"].presets
 
+#: Chicken Foot's presets (RULES.md CL-CF-1), by name: a game of its own on
+#: Mexican Train's engine.
+CHICKEN_FOOT_PRESETS: Final = engine.GAMES["chicken_foot"].presets
+
 #: The classic games' presets (block, block_teams, draw, ...), in ListRulesets' order.
 LINE_PRESETS: Final = tuple(name for name, r in engine.PRESETS.items() if r.game in LINE_GAMES)
 

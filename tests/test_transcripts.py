@@ -13,7 +13,10 @@ legal moves. The classic games' presets (RULES.md section 3): 2 to 4
 players, seat 1 played by the engine's greedy bot from its own view
 (``engine.choose``, CL-BOT-1) and every other seat by that chooser; a
 block game's boneyard lines list its sleeping tiles (CL-DEAL-1), which only
-this record, never a payload, shows.
+this record, never a payload, shows. Chicken Foot's preset (RULES.md
+CL-CF-1, in section 3 but on Mexican Train's engine) is recorded as the
+classic games' are, at 4 players with seat 1 played by the greedy bot, and
+checked as Mexican Train's are (every round of the set played).
 
 After a deliberate change of behaviour, regenerate the files and review the
 diff::
@@ -49,7 +52,7 @@ from engine import (
     TilePlayed,
     TurnStarted,
 )
-from tests.presets import LINE_PRESETS, MEXICAN_TRAIN_PRESETS
+from tests.presets import CHICKEN_FOOT_PRESETS, LINE_PRESETS, MEXICAN_TRAIN_PRESETS
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
@@ -69,15 +72,17 @@ LINE_BOTS: Final = {1: "greedy"}
 
 def players_for(name: str) -> int:
     """Mexican Train: 4 players, but 3 for ``by_set`` (MT-SET-1: 2-3 players
-    play double-9); a classic preset: :data:`LINE_PLAYERS` (4 for teams)."""
+    play double-9); a classic preset: :data:`LINE_PLAYERS` (4 for teams);
+    Chicken Foot: 4 (12 tiles each, CL-CF-1)."""
     if name in LINE_PRESETS:
         return 4 if engine.preset(name).teams else LINE_PLAYERS[name]  # type: ignore[attr-defined]
     return 3 if name == "by_set" else 4
 
 
 def bots_for(name: str) -> dict[int, str]:
-    """The seats played by the engine's bots (none in Mexican Train's records)."""
-    return LINE_BOTS if name in LINE_PRESETS else {}
+    """The seats played by the engine's bots (none in Mexican Train's records;
+    Chicken Foot's: as the classic games')."""
+    return LINE_BOTS if name in LINE_PRESETS or name in CHICKEN_FOOT_PRESETS else {}
 
 
 def seed_for(name: str) -> str:
@@ -230,4 +235,4 @@ def test_every_preset_has_a_golden_file() -> None:
     """No preset of any game without a transcript, no transcript without a preset."""
     files = {p.stem for p in GOLDEN.glob("*.txt")}
     assert files == set(engine.PRESETS)
-    assert set(MEXICAN_TRAIN_PRESETS) | set(LINE_PRESETS) == files
+    assert set(MEXICAN_TRAIN_PRESETS) | set(LINE_PRESETS) | set(CHICKEN_FOOT_PRESETS) == files
