@@ -1,6 +1,7 @@
 """Every rule id of RULES.md is named by at least one test: sections 1 and 2
-(Mexican Train), and the line games of section 3 (3.1-3.3 and the bots of
-3.5; Chicken Foot, 3.4, is a game of its own with its own tests)."""
+(Mexican Train), the line games of section 3 (3.1-3.3 and the bots of 3.5),
+and Chicken Foot (3.4, a game of its own with its own tests:
+``tests/test_chicken_foot_*.py``)."""
 
 from __future__ import annotations
 
@@ -43,4 +44,13 @@ def test_every_rule_id_of_the_line_games_has_a_test() -> None:
     assert "CL-BOT-1" in ids
     assert "CL-CF-1" not in ids
     assert len(ids) >= 16
+    assert _missing(ids) == []
+
+
+@pytest.mark.skipif(not RULES.exists(), reason="../shared is not beside this checkout")
+def test_every_rule_id_of_chicken_foot_has_a_test() -> None:
+    text = RULES.read_text()
+    chicken_foot = text.split("\n### 3.4")[1].split("\n### 3.5")[0]
+    ids = sorted(set(re.findall(r"\*\*(CL-[A-Z0-9]+-\d+)\*\*", chicken_foot)))
+    assert ids == ["CL-CF-1"]
     assert _missing(ids) == []
