@@ -152,3 +152,11 @@ def test_cl_bot_1_greedy_beats_random_in_chicken_foot() -> None:
     greedy, rand = stats["greedy"], stats["random"]
     assert greedy.won_low > rand.won_high, (greedy, rand)
     assert greedy.mean_score + greedy.score_half < rand.mean_score - rand.score_half
+
+
+def test_the_arena_describes_chicken_foot_rules() -> None:
+    describe = game_spec("chicken_foot").describe
+    rules = engine.ruleset(game="chicken_foot", center_lines=4, double_blank_value=25)
+    assert describe(rules.resolve(5)) == (
+        "double-9, 10 tiles, 4 lines, 10 round(s) a game, 0-0 counts 25"
+    )

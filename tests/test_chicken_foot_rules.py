@@ -254,6 +254,9 @@ def test_cl_cf_1_lines_must_all_start_first() -> None:
     error = illegal(game, "1-5@m0", "MUST_START_LINE", "CL-CF-1")
     assert "@m1, @m2, @m3" in error.message
     illegal(game, "2-9@m0", "MUST_START_LINE", "CL-CF-1")
+    # A line starts with the station's number: 1-5 starts nothing.
+    error = illegal(game, "1-5@m1", "TILE_DOES_NOT_MATCH", "MT-TR-5")
+    assert "open end 9" in error.message
     assert typed(play(game, "2-9@m2")) == typed([TilePlayed(0, t("2-9"), M2), TurnStarted(1)])
     assert game.open_ends == [[1], [9], [2], [9]]
     # The next seat starts one of the two lines left.
