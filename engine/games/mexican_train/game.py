@@ -1155,7 +1155,7 @@ class MexicanTrain(StateBase):
     def __repr__(self) -> str:
         state = "over" if self.over else f"seat {self.current_seat} to move"
         return (
-            f"<MexicanTrain {self.rules.preset} {self.players}p round {self.round}/"
+            f"<{type(self).__name__} {self.rules.preset} {self.players}p round {self.round}/"
             f"{self.rounds_total} v{self.version}: {state}>"
         )
 
