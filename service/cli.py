@@ -110,9 +110,30 @@ def _engine_ref(r: pb.TrainRef) -> engine.TrainRef:
     return engine.TrainRef(engine.TrainKind.SEAT, r.seat, r.end)
 
 
+#: What a game calls the double its trains start from (MT-ENG-1), where it
+#: is not the engine: Chicken Foot's station (CL-CF-1).
+_CENTRE: dict[int, str] = {pb.GAME_CHICKEN_FOOT: "station"}
+
+
+def _centre(ruleset: pb.Ruleset) -> str:
+    return _CENTRE.get(ruleset.game, "engine")
+
+
+def _examples(view: pb.GameView) -> str:
+    """Move texts of the game's own kinds (API.md), for the prompt."""
+    if view.HasField("line"):
+        return "3-5@l1, draw"
+    if any(t.ref.WhichOneof("target") == "seat" for t in view.trains):
+        return "5-12@p0, 12-12@m0, draw"
+    return "0-9@m2, 4-7@m0.2, draw"  # shared lines only (CL-CF-1)
+
+
 def render(view: pb.GameView) -> str:
     """A plain-text picture of a seat's view."""
     names = [p.display_name for p in view.players]
+    # Without personal trains the Mexican trains are the station's lines,
+    # open to everyone (CL-CF-1): named as lines, not as the Mexican train.
+    shared = "Mexican" if any(t.ref.WhichOneof("target") == "seat" for t in view.trains) else "line"
     if view.HasField("line"):  # a classic game: hands to a target score
         lines = [
             f"Hand {view.round}, to {view.target_score} points  "
@@ -126,19 +147,21 @@ def render(view: pb.GameView) -> str:
             lines.append(f"  team {number}: {members}, {team.score} pts")
     else:
         lines = [
-            f"Round {view.round}/{view.rounds_total}  engine {_tile(view.engine)}  "
+            f"Round {view.round}/{view.rounds_total}  {_centre(view.ruleset)} "
+            f"{_tile(view.engine)}  "
             f"boneyard {view.boneyard_count}  version {view.version}"
         ]
     for train in view.trains:
         ref = train.ref
-        owner = "Mexican" if ref.WhichOneof("target") == "mexican" else names[ref.seat]
+        owner = shared if ref.WhichOneof("target") == "mexican" else names[ref.seat]
         tiles = " ".join(f"{t.a}|{t.b}" for t in train.tiles) or "(empty)"
         ends = ",".join(map(str, train.open_ends))
         marker = "  [marker]" if train.marker else ""
         lines.append(f"  {_ref(ref):<5}{owner:<10} {tiles}  -> {ends}{marker}")
-        for branch in train.branches[1:]:
+        for branch in train.branches[1:]:  # MT-DBL-7: a foot's branches, each its own end
             tiles = " ".join(f"{t.a}|{t.b}" for t in branch.tiles)
-            lines.append(f"         .{branch.end} from .{branch.parent_end}: {tiles}")
+            end = f"  -> {branch.open_end}" if branch.HasField("open_end") else ""
+            lines.append(f"         .{branch.end} from .{branch.parent_end}: {tiles}{end}")
     for double in view.open_doubles:
         lines.append(f"  open double {double.value}-{double.value} on {_ref(double.train)}")
     lines.append(
@@ -150,8 +173,9 @@ def render(view: pb.GameView) -> str:
     return "\n".join(lines)
 
 
-def describe(event: pb.GameEvent, names: Sequence[str]) -> str | None:
-    """One line for a person, or None for events not worth a line."""
+def describe(event: pb.GameEvent, names: Sequence[str], centre: str = "engine") -> str | None:
+    """One line for a person, or None for events not worth a line; ``centre``
+    is what the game calls a round's double (:func:`_centre`)."""
     kind = event.WhichOneof("kind")
     if kind == "tile_played":
         e = event.tile_played
@@ -176,7 +200,7 @@ def describe(event: pb.GameEvent, names: Sequence[str]) -> str | None:
         r = event.round_started
         if not r.HasField("engine"):
             return f"Hand {r.round} is dealt; to open: {names[r.starter]}"
-        return f"Round {r.round} starts: engine {_tile(r.engine)}, {names[r.starter]} starts"
+        return f"Round {r.round} starts: {centre} {_tile(r.engine)}, {names[r.starter]} starts"
     if kind == "round_ended":
         e2 = event.round_ended
         how = "domino" if e2.reason == pb.ROUND_END_REASON_DOMINO else "blocked"
@@ -217,13 +241,14 @@ async def _play_game(
     token = next(s.token for s in created.seats if s.seat == args.seat)
     auth = (("authorization", f"Bearer {token}"),)
     names = [p.display_name for p in created.game.players]
+    centre = _centre(created.game.ruleset)
     write(
         f"Game {game_id}: {created.game.ruleset.preset} rules, {args.players} players. "
-        "Type a move number, a move's text (5-12@p0, 3-5@l1, draw), or q."
+        f"Type a move number, a move's text ({_examples(created.game)}), or q."
     )
     log = await stub.GetGameLog(pb.GetGameLogRequest(game_id=game_id))
     for event in log.events:
-        line = describe(event, names)
+        line = describe(event, names, centre)
         if line:
             write(f"  {line}")
     loop = asyncio.get_running_loop()
@@ -262,7 +287,7 @@ async def _play_game(
             write(f"  not that: {exc.details()}")
             continue
         for event in applied.events:
-            line = describe(event, names)
+            line = describe(event, names, centre)
             if line:
                 write(f"  {line}")
 

@@ -12,8 +12,9 @@ Not here: what depends on more than one field or on the game, which no
 schema of one field can say (CreateGame's description lists it): a deal
 that must fit the set (DEAL_DOES_NOT_FIT), ``firstEngine`` within the set
 and ``rounds`` within the engines (MT-RND-1), the options a game has and the
-classic games' smaller sets (CL-SET-1), teams of four (CL-TEAM-1), a tile in
-the hand, a train that exists.
+classic games' smaller sets (CL-SET-1), teams of four (CL-TEAM-1), Chicken
+Foot's 2 to 8 players and its rounds, at most one per double of the set
+(CL-CF-1), a tile in the hand, a train that exists.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 from typing import Final
 
 from engine import MAX_PLAYERS, PRESETS
+from engine.games.chicken_foot.rules import CENTER_LINES
 from engine.games.line.rules import MIN_TARGET_SCORE, RESERVES
 from engine.games.mexican_train.rules import (
     DOUBLE_BLANK_VALUES,
@@ -76,11 +78,12 @@ FIELD_LIMITS: Final[dict[str, Limits]] = {
     "railyard.v1.Ruleset.max_doubles_per_turn": Limits(values=DOUBLES_PER_TURN_VALUES),  # MT-DBL-4
     "railyard.v1.Ruleset.knock_penalty": Limits(maximum=MAX_KNOCK_PENALTY),  # MT-KNOCK-1
     "railyard.v1.Ruleset.double_blank_value": Limits(values=DOUBLE_BLANK_VALUES),  # T-3
-    # The classic games' options (engine.games.line.rules.LineRules): which
-    # game has which is a rule of more than one field (CL-SET-1), not here;
-    # ``teams`` is any bool, and ``center_lines`` (CL-CF-1) waits for its game.
+    # The classic games' and Chicken Foot's options (engine.games.line.rules.LineRules,
+    # engine.games.chicken_foot.rules.ChickenFootRules): which game has which
+    # is a rule of more than one field (CL-SET-1), not here; ``teams`` is any bool.
     "railyard.v1.Ruleset.boneyard_reserve": Limits(values=RESERVES),  # CL-DRAW-1
     "railyard.v1.Ruleset.target_score": Limits(minimum=MIN_TARGET_SCORE),  # CL-SC-2
+    "railyard.v1.Ruleset.center_lines": Limits(values=CENTER_LINES),  # CL-CF-1
     # ApplyMove: service.app.GameApp.apply_move and service.convert.move_from_proto.
     "railyard.v1.ApplyMoveRequest.move": Limits(required=True),
     "railyard.v1.ApplyMoveRequest.request_id": Limits(max_length=MAX_REQUEST_ID),

@@ -400,7 +400,11 @@ _CREATE_GAME_REFUSALS: Final = (
     "DEAL_DOES_NOT_FIT when the hands take more tiles than the set (CL-DEAL-1), and "
     "INVALID_ARGUMENT for an option the game does not have or a preset of another game, "
     "setMax above 12, more than 4 players with double-six (CL-SET-1), or teams without "
-    "4 players (CL-TEAM-1); and, by the operator's settings, "
+    "4 players (CL-TEAM-1); for Chicken Foot, DEAL_DOES_NOT_FIT when the hands take more "
+    "tiles than the set deals with its station set aside (MT-DEAL-2), and INVALID_ARGUMENT "
+    "for an option it does not have (CL-SET-1), other than 2 to 8 players, or rounds more "
+    "than the doubles from setMax down to 0-0 (CL-CF-1, MT-RND-1); and, by the operator's "
+    "settings, "
     "INVALID_ARGUMENT for any seed where caller seeds are denied, for bot turns that "
     "take more than the bot CPU limit, or for a requestId whose first answer has expired."
 )

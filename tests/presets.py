@@ -34,7 +34,9 @@ def players_for(preset: str, wanted: int) -> int:
 
 
 def is_line_game(preset: str) -> bool:
-    return engine.preset(preset).game != "mexican_train"
+    """Whether ``preset`` is a classic game's (a line of play, to a target
+    score); Chicken Foot (CL-CF-1) is not: it plays on Mexican trains."""
+    return engine.preset(preset).game in LINE_GAMES
 
 
 def draws(preset: str) -> bool:

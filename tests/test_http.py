@@ -419,11 +419,14 @@ def test_whole_game_over_http_two_people_and_a_bot(ruleset: dict[str, Any]) -> N
                 "all_fives_teams",
                 "bergen",
                 "matador",
+                "chicken_foot_game",
             ]
             games = {r["preset"]: r.get("game") for r in rulesets["rulesets"]}
             assert games["block_teams"] == "GAME_BLOCK"
             assert games["all_fives"] == "GAME_ALL_FIVES"
             assert games["house"] == "GAME_MEXICAN_TRAIN"
+            assert games["chicken_foot"] == "GAME_MEXICAN_TRAIN"  # MT's preset (MT-DBL-7)
+            assert games["chicken_foot_game"] == "GAME_CHICKEN_FOOT"  # CL-CF-1's own game
 
     run(scenario())
 
@@ -522,7 +525,25 @@ def test_bad_rulesets_and_deals_are_invalid_argument() -> None:
                 ({"preset": "martian"}, "INVALID_ARGUMENT", {}),
                 ({"mexicanTrains": 0}, "INVALID_ARGUMENT", {}),
                 ({"setMax": 40}, "INVALID_ARGUMENT", {}),
-                ({"game": "GAME_CHICKEN_FOOT"}, "INVALID_ARGUMENT", {}),  # not yet played
+                # Chicken Foot (CL-CF-1): its own options only, a deal with the
+                # station set aside, a round per double at most.
+                (
+                    {"game": "GAME_CHICKEN_FOOT", "knockRule": "KNOCK_RULE_PENALTY"},
+                    "INVALID_ARGUMENT",
+                    {"rule": "CL-SET-1"},
+                ),
+                ({"game": "GAME_MEXICAN_TRAIN", "centerLines": 4}, "INVALID_ARGUMENT", {}),
+                ({"preset": "chicken_foot_game", "centerLines": 5}, "INVALID_ARGUMENT", {}),
+                (
+                    {"preset": "chicken_foot_game", "handSize": 28},
+                    "DEAL_DOES_NOT_FIT",
+                    {"rule": "MT-DEAL-2"},
+                ),
+                (
+                    {"game": "GAME_CHICKEN_FOOT", "rounds": 11},
+                    "INVALID_ARGUMENT",
+                    {"rule": "MT-RND-1"},
+                ),
                 ({"game": "GAME_BLOCK", "rounds": 2}, "INVALID_ARGUMENT", {"rule": "CL-SET-1"}),
                 (
                     {"preset": "block", "game": "GAME_DRAW"},

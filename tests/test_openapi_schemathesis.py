@@ -36,6 +36,7 @@ from schemathesis.core.parameters import ParameterLocation
 from schemathesis.generation import GenerationMode
 
 import engine
+from engine.games.chicken_foot.rules import CENTER_LINES
 from engine.games.line.rules import MIN_TARGET_SCORE, RESERVES
 from engine.games.mexican_train.rules import (
     MAX_KNOCK_PENALTY,
@@ -219,7 +220,8 @@ CREATE_GAME_CASES: list[tuple[str, Any, bool]] = [
     ("preset null", {"players": TWO, "ruleset": {"preset": None}}, True),
     ("game by name", {"players": TWO, "ruleset": {"game": "GAME_MEXICAN_TRAIN"}}, True),
     ("game by number", {"players": TWO, "ruleset": {"game": pb.GAME_MEXICAN_TRAIN}}, True),
-    ("game not played", {"players": TWO, "ruleset": {"game": "GAME_CHICKEN_FOOT"}}, False),
+    ("Chicken Foot", {"players": TWO, "ruleset": {"game": "GAME_CHICKEN_FOOT"}}, True),
+    ("game unknown number", {"players": TWO, "ruleset": {"game": 99}}, False),
     ("a classic game", {"players": TWO, "ruleset": {"game": "GAME_BLOCK"}}, True),
     ("game unspecified", {"players": TWO, "ruleset": {"game": 0}}, False),
     ("option null", {"players": TWO, "ruleset": {"setMax": None, "handSizeTable": None}}, True),
@@ -297,6 +299,26 @@ CREATE_GAME_CASES: list[tuple[str, Any, bool]] = [
     ("teams a number", _classic(preset="block", teams=1), False),
     ("opening by name", _classic(game="GAME_BLOCK", opening="OPENING_SEAT0_ANY"), True),
     ("opening unspecified", _classic(game="GAME_BLOCK", opening="OPENING_UNSPECIFIED"), False),
+    # Chicken Foot's (CL-CF-1).
+    *(
+        (f"centerLines {n}", _classic(game="GAME_CHICKEN_FOOT", centerLines=n), True)
+        for n in CENTER_LINES
+    ),
+    ("centerLines '4'", _classic(preset="chicken_foot_game", centerLines="4"), True),
+    ("centerLines 5", _classic(game="GAME_CHICKEN_FOOT", centerLines=5), False),
+    ("centerLines 0", _classic(game="GAME_CHICKEN_FOOT", centerLines=0), False),
+    (
+        "Chicken Foot's options",
+        _classic(
+            game="GAME_CHICKEN_FOOT",
+            setMax=12,
+            handSize=8,
+            rounds=3,
+            firstPlayer="FIRST_PLAYER_SEAT0",
+            doubleBlankValue=0,
+        ),
+        True,
+    ),
     (
         "blockedScoring by number",
         _classic(game="GAME_MATADOR", blockedScoring=pb.BLOCKED_SCORING_OPPONENTS_TOTAL),

@@ -22,6 +22,7 @@ from redis.exceptions import AskError
 from service.store import Commit, GameRecord, StoredEvent, StoreUnavailableError
 from service.store.redis import RedisStore
 from service.store.resp import key_slot
+from tests import test_service_chicken_foot as cf
 from tests import test_service_e2e as e2e
 from tests import test_service_resilience as resilience
 from tests.redis_harness import RedisCluster
@@ -398,6 +399,13 @@ def test_full_games_through_both_transports_on_a_cluster(cluster_url: str) -> No
     e2e.test_game_moves_between_instances_and_transports(cluster_url, "http-then-grpc", "standard")
     # A classic game's state and events in the cluster too.
     e2e.test_game_moves_between_instances_and_transports(cluster_url, "grpc-then-http", "bergen")
+
+
+def test_chicken_foot_on_a_cluster(cluster_url: str) -> None:
+    # CL-CF-1's lines and feet in the cluster's state and events too.
+    cf.test_chicken_foot_crosses_replicas_and_transports(
+        cluster_url, "grpc-then-http", {"preset": "chicken_foot_game", "rounds": 3}
+    )
 
 
 def test_replicas_racing_on_a_cluster_one_winner(cluster_url: str) -> None:
