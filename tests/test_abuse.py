@@ -85,7 +85,9 @@ def test_big_bot_games_never_hold_the_event_loop(tmp_path: Path, redis_url: str)
     with serve(tmp_path, redis_url, "bots", RAILYARD_BOT_PROCESSES="1") as server:
 
         async def go() -> None:
-            async with httpx.AsyncClient(base_url=server.base_url, timeout=60) as client:
+            # The big games take seconds alone; on a machine shared with other
+            # work a minute was once not enough (a ReadTimeout, the games fine).
+            async with httpx.AsyncClient(base_url=server.base_url, timeout=300) as client:
                 created = (await client.post("/v1/games", json=TWO_PEOPLE)).json()
                 game_id = created["game"]["gameId"]
                 tokens = {int(s.get("seat", 0)): s["token"] for s in created["seats"]}
