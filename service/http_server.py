@@ -39,7 +39,7 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as ASGIMessage
 
-from service import errors, jsonwire, openapi, telemetry
+from service import docs, errors, jsonwire, openapi, telemetry
 from service.api import game_service_pb2 as pb
 from service.app import Caller, GameApp
 from service.errors import ServiceError
@@ -366,9 +366,11 @@ def operation(
     auth: Literal["none", "optional", "required"] = "none",
     parameters: Sequence[dict[str, Any]] = (),
     descriptions: Mapping[int, str] | None = None,
+    examples: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``openapi_extra`` of a route: its parameters, body, answers and security;
-    ``descriptions`` replaces the common description of some failures."""
+    ``descriptions`` replaces the common description of some failures;
+    ``examples`` are the body's named examples (Swagger UI's "Try it out")."""
     own = descriptions or {}
     extra: dict[str, Any] = {
         "responses": {"200": ok, **{str(s): _error(s, own.get(s)) for s in failures}}
@@ -376,7 +378,10 @@ def operation(
     if parameters:
         extra["parameters"] = list(parameters)
     if body is not None:
-        extra["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
+        media: dict[str, Any] = {"schema": body}
+        if examples:
+            media["examples"] = dict(examples)
+        extra["requestBody"] = {"required": True, "content": {"application/json": media}}
     if auth == "required":
         extra["security"] = [{_SEAT_TOKEN: []}]
     elif auth == "optional":
@@ -428,6 +433,7 @@ games = APIRouter(prefix="/v1/games", tags=["games"])
             400: "INVALID_ARGUMENT: a body its schema refuses, or one whose fields do not "
             "fit together (DEAL_DOES_NOT_FIT, MT-RND-1: see the operation's description)"
         },
+        examples=docs.CREATE_GAME_EXAMPLES,
     ),
 )
 async def create_game(request: Request, game_app: GameAppDep, caller: CallerDep) -> Response:
@@ -493,6 +499,7 @@ APPLY_MOVE_BODY: Final = "ApplyMoveBody"
             "The view after the move and its events", openapi.ref(pb.ApplyMoveResponse.DESCRIPTOR)
         ),
         failures=(400, 401, 403, 404, 409, 429, 503),
+        examples=docs.APPLY_MOVE_EXAMPLES,
     ),
 )
 async def apply_move(request: Request) -> Response:
@@ -950,6 +957,8 @@ def create_http_app(app: GameApp) -> FastAPI:
             {"name": "health", "description": "Liveness and readiness."},
         ],
         redoc_url=None,
+        # service.docs serves /docs from local files, not FastAPI's CDN page.
+        docs_url=None,
         # Starlette answers "/v1/games/x/log/" with an empty 307 to the path
         # without the slash (and "/v1/games/" with one to POST-only
         # "/v1/games"): a path that is not a route is a 404 Status body, as
@@ -969,6 +978,7 @@ def create_http_app(app: GameApp) -> FastAPI:
             expose_headers=["retry-after"],  # API.md: a 429 says when to retry
             max_age=600,
         )
+    docs.add_docs(api)
     api.include_router(games)
     api.include_router(rulesets)
     api.include_router(health)

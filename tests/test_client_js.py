@@ -16,6 +16,7 @@ import asyncio
 import os
 import re
 import shutil
+import socket
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -133,3 +134,15 @@ def test_js_example_plays_a_game(redis_url: str) -> None:
     names = {p.get("seat", 0): p["displayName"] for p in view["players"]}
     winners = ", ".join(names[s] for s in view["winners"])
     assert f"winners: {winners}; status GAME_STATUS_FINISHED" in output, output
+
+
+def test_js_example_says_in_one_line_that_the_service_is_down() -> None:
+    # A port that nothing listens on: bound, then closed.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    code, output = run(run_node("clients/js/examples/play.mjs", "--url", url, env={}))
+    assert code == 1, output
+    # One line that says what and where, and no stack trace.
+    assert output.strip() == f"play.mjs: cannot reach the service at {url} (ECONNREFUSED)", output

@@ -22,24 +22,45 @@ def test_readme_python_example_runs() -> None:
 
 def test_readme_quick_start_runs_as_typed(tmp_path: Path, redis_url: str) -> None:
     """The shell quick start works pasted as it is, against a running
-    service: it creates a game, lists the legal moves, plays one, watches."""
+    service on the port given as PORT: it creates a game, captures its id,
+    token and version, lists the legal moves, plays one at that version,
+    shows the seat's view and watches."""
     import subprocess
 
     from tests.test_service_resilience import serve
 
     section = README.read_text().split("### The API in one minute", 1)[1]
     (script,) = re.findall(r"```sh\n(.*?)```", section, re.S)[:1]
+    # The port is the script's one setting, defaulting to make run's.
+    assert "PORT=${PORT:-8080}" in script
     with serve(tmp_path, redis_url, "quickstart") as server:
         done = subprocess.run(
             ["bash", "-euo", "pipefail", "-c", script],
             # python3 as the user has it: this interpreter's, then the system's.
-            env={"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "API": server.base_url},
+            env={
+                "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+                "PORT": str(server.http_port),
+            },
             capture_output=True,
             text=True,
             timeout=60,
             check=False,
         )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert '"events"' in done.stdout  # the ApplyMove answer
-    assert "tilePlayed" in done.stdout or "tileDrawn" in done.stdout
-    assert "data: " in done.stdout  # the SSE stream
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr
+    assert done.stderr == "", done.stderr
+    created = re.search(r"^game (\w+), version (\d+), seat (\d+) to move$", out, re.M)
+    assert created, out
+    assert re.search(r"^\['[^\]]+'\]$", out, re.M), out  # the legal moves' notations
+    events = re.search(r"^events: \[(.*)\]$", out, re.M)
+    assert events, out
+    # The move played, then the bot's turn inside the same request.
+    assert re.match(r"'(tilePlayed|tileDrawn|passed)'", events[1]), out
+    assert "'turnStarted'" in events[1], out
+    moved = re.search(r"^now at version (\d+)$", out, re.M)
+    assert moved, out
+    assert int(moved[1]) > int(created[2]), out
+    assert f'"gameId": "{created[1]}"' in out  # the view
+    assert '"hand": [' in out  # with the seat's own hand
+    assert '"viewerSeat": 0' in out  # seat 0's view, not a spectator's
+    assert "data: " in out  # the SSE stream

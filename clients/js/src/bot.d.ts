@@ -29,7 +29,11 @@ export interface PlayedTurn {
   events: GameEvent[];
 }
 
-/** Plays the token's seat until its turn is over; nothing if it is not its turn. */
+/**
+ * Plays one turn of the token's seat and stops when that turn ends, even when
+ * server bots then moved inside the same request and the seat is to move
+ * again; nothing if it is not its turn.
+ */
 export declare function playTurn(
   client: RailyardClient,
   gameId: string,

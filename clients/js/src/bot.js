@@ -57,9 +57,11 @@ async function applyWithRetries(client, gameId, token, legal, expectedVersion, {
 }
 
 /**
- * Plays `token`'s seat until it is no longer that seat's turn (a turn can take
- * several moves: a draw then a play, a chain first turn, a double to cover).
- * Does nothing when it is not the seat's turn.
+ * Plays one turn of `token`'s seat: moves until that turn ends (a turn can
+ * take several moves: a draw then a play, a chain first turn, a double to
+ * cover). It stops there even when server bots moved inside the last
+ * request and it is this seat's turn again: call it once per turn. Does
+ * nothing when it is not the seat's turn.
  *
  * Each move is sent with the version its legal list was read at
  * (expectedVersion) and a fresh requestId; a VERSION_MISMATCH (someone else
@@ -102,7 +104,16 @@ export async function playTurn(client, gameId, token, chooser = greedyChooser, o
     played.push(choice);
     events.push(...(answer.events ?? []));
     game = answer.game;
-    if (game?.currentSeat !== game?.viewerSeat) break; // the turn passed (or the game ended)
+    // The seat's turn is over once the move started another turn (a new
+    // round's included) or ended the game. The view alone cannot say so:
+    // server bots move inside the same request (API.md, Bots), so by the
+    // answer it may be this seat's turn again, a new one.
+    if (endsTheTurn(answer.events ?? []) || game?.currentSeat !== game?.viewerSeat) break;
   }
   return { moves: played, game, events };
+}
+
+/** True when a move's events end the mover's turn: every turn starts with turnStarted. */
+function endsTheTurn(events) {
+  return events.some((e) => e.turnStarted !== undefined || e.roundEnded !== undefined || e.gameEnded !== undefined);
 }

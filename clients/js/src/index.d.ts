@@ -39,7 +39,35 @@ export type DoubleAnswer = "DOUBLE_ANSWER_UNSPECIFIED" | "DOUBLE_ANSWER_ONE" | "
 export type KnockRule = "KNOCK_RULE_UNSPECIFIED" | "KNOCK_RULE_NONE" | "KNOCK_RULE_PENALTY";
 export type DrawReason = "DRAW_REASON_UNSPECIFIED" | "DRAW_REASON_MOVE" | "DRAW_REASON_PENALTY" | "DRAW_REASON_ENGINE_SEARCH";
 export type RoundEndReason = "ROUND_END_REASON_UNSPECIFIED" | "ROUND_END_REASON_DOMINO" | "ROUND_END_REASON_BLOCKED";
-export type PresetName = "standard" | "pagat" | "university_games" | "cover_own" | "by_set" | "house" | "chicken_foot";
+/** How a classic game's first hand opens (CL-START-1). */
+export type Opening = "OPENING_UNSPECIFIED" | "OPENING_HIGHEST_DOUBLE" | "OPENING_SEAT0_ANY";
+/** What a blocked hand scores in a classic game. */
+export type BlockedScoring = "BLOCKED_SCORING_UNSPECIFIED" | "BLOCKED_SCORING_DIFFERENCE" | "BLOCKED_SCORING_OPPONENTS_TOTAL";
+/** Why points were scored during play (All Fives, Bergen). */
+export type PointsReason =
+  | "POINTS_REASON_UNSPECIFIED"
+  | "POINTS_REASON_FIVES"
+  | "POINTS_REASON_DOUBLE_HEADER"
+  | "POINTS_REASON_TRIPLE_HEADER"
+  | "POINTS_REASON_HAND_WON";
+/** ListRulesets' presets: Mexican Train's, then one per classic game (and their teams), then Chicken Foot's. */
+export type PresetName =
+  | "standard"
+  | "pagat"
+  | "university_games"
+  | "cover_own"
+  | "by_set"
+  | "house"
+  | "chicken_foot"
+  | "block"
+  | "block_teams"
+  | "draw"
+  | "draw_teams"
+  | "all_fives"
+  | "all_fives_teams"
+  | "bergen"
+  | "matador"
+  | "chicken_foot_game";
 
 /** A domino a-b; an omitted half is 0. a <= b except in a train's tiles (a touches the previous tile). */
 export interface Tile {
@@ -50,9 +78,12 @@ export interface Tile {
 /** Where a tile goes: exactly one of seat / mexican / line (seat: 0 is sent as present). */
 export interface TrainRef {
   seat?: number;
+  /** A Mexican train's index; under Chicken Foot, a station line's. */
   mexican?: number;
+  /** The single line of play of the classic games. */
   line?: Record<string, never>;
-  /** Which open end when the target has several (chicken foot); omitted = 0. */
+  /** Which open end when the target has several (a chicken foot; a classic line's
+   * left 0 / right 1); omitted = 0. */
   end?: number;
 }
 
@@ -61,6 +92,9 @@ export interface PlayMove {
   train?: TrainRef;
   /** MT-KNOCK-1. */
   announceLastTile?: boolean;
+  /** Matador (CL-MAT-1): the number a matador that may face either way leaves
+   * open ("1-6@l0:6"); absent where the placement allows one way only. */
+  exposed?: number;
 }
 
 /** One move: exactly one of play / draw / pass / endTurn. */
@@ -72,7 +106,7 @@ export type Move =
 
 export interface LegalMove {
   move: Move;
-  /** Text form: "5-12@p0", "12-12@m0", "draw", "pass", "end". */
+  /** Text form: "5-12@p0", "12-12@m0", "6-6@l1", "1-6@l0:6", "draw", "pass", "end". */
   notation: string;
 }
 
@@ -97,6 +131,18 @@ export interface Ruleset {
   knockRule?: KnockRule;
   knockPenalty?: number;
   doubleBlankValue?: number;
+  // The classic games and Chicken Foot (API.md); an option a game does not
+  // have is refused (INVALID_ARGUMENT).
+  opening?: Opening;
+  /** Draw, All Fives, Matador: tiles left in the boneyard that are never drawn (CL-DRAW-1). */
+  boneyardReserve?: number;
+  blockedScoring?: BlockedScoring;
+  /** CL-SC-2: the score that ends the game (then rounds is not used). */
+  targetScore?: number;
+  /** CL-TEAM-1: 2v2, seats 0+2 against 1+3. */
+  teams?: boolean;
+  /** Chicken Foot (CL-CF-1): how many lines start at the station. */
+  centerLines?: number;
 }
 
 export interface Player {
@@ -162,6 +208,20 @@ export interface OpenDouble {
   answers?: number;
 }
 
+/** A classic game's line of play. */
+export interface LineView {
+  /** From the left end to the right, each {a: left half, b: right half}. */
+  tiles?: Tile[];
+  /** [left, right]; empty before the opening. */
+  openEnds?: number[];
+}
+
+/** CL-TEAM-1: a team's seats and score. */
+export interface TeamView {
+  seats?: number[];
+  score?: number;
+}
+
 export interface TurnView {
   owesTile?: boolean;
   drewThisTurn?: boolean;
@@ -182,7 +242,8 @@ export interface GameView {
   currentSeat?: number;
   boneyardCount?: number;
   players: PlayerView[];
-  trains: TrainView[];
+  /** Omitted in a classic game (see `line`). */
+  trains?: TrainView[];
   openDoubles?: OpenDouble[];
   turn?: TurnView;
   /** Only in the seat's own view. */
@@ -196,6 +257,12 @@ export interface GameView {
   winners?: number[];
   /** True when CreateGame's caller chose the seed (and so can compute every hand). */
   seedFromCaller?: boolean;
+  /** A classic game's line (trains is then empty). */
+  line?: LineView;
+  /** When teams play. */
+  teams?: TeamView[];
+  /** When the game runs to a target score (roundsTotal is then 0). */
+  targetScore?: number;
 }
 
 export interface ListLegalMovesResponse {
@@ -249,6 +316,16 @@ export interface RoundEnded {
   round?: number;
   reason?: RoundEndReason;
   scores?: number[];
+  /** A classic hand's winner; absent on a tie (present when 0). */
+  winner?: number;
+}
+/** Points scored during play (All Fives, Bergen). */
+export interface PointsScored {
+  seat?: number;
+  /** When teams play: the seat's team (present when 0). */
+  team?: number;
+  points?: number;
+  reason?: PointsReason;
 }
 export interface GameEnded {
   totals?: number[];
@@ -275,6 +352,7 @@ export type GameEvent = EventBase &
     | { roundStarted: RoundStarted }
     | { roundEnded: RoundEnded }
     | { gameEnded: GameEnded }
+    | { pointsScored: PointsScored }
   );
 
 export type GameEventKind =
@@ -288,7 +366,8 @@ export type GameEventKind =
   | "turnStarted"
   | "roundStarted"
   | "roundEnded"
-  | "gameEnded";
+  | "gameEnded"
+  | "pointsScored";
 
 /** google.rpc.Status in JSON, as every error body is. */
 export interface RpcStatus {

@@ -215,6 +215,7 @@ const EVENT_KINDS = [
   "roundStarted",
   "roundEnded",
   "gameEnded",
+  "pointsScored",
 ];
 
 /** Which kind a GameEvent is ("tilePlayed", "gameEnded", ...), or undefined for an unknown one. */
