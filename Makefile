@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 .PHONY: run play test lint typecheck unit proto lock bench bench-service clean
 
 # The virtualenv, exactly requirements.lock; rebuilt whenever it or pyproject.toml changes.
-$(STAMP): pyproject.toml requirements.lock
+$(STAMP): pyproject.toml requirements.lock clients/python/pyproject.toml
 	./scripts/bootstrap
 	@touch $@
 
@@ -43,7 +43,7 @@ lock: $(STAMP)
 	  && rm $(VENV)/requirements.lock.new || mv $(VENV)/requirements.lock.new requirements.lock
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict engine service
+	$(BIN)/mypy --strict engine service clients/python/railyard_client
 
 unit: $(STAMP)
 	./scripts/install-redis
