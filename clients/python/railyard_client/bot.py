@@ -55,26 +55,13 @@ def heaviest(view: pb.GameView, legal: Sequence[pb.LegalMove]) -> Choice:
 def engine_chooser(level: str, budget: int | None = None) -> Chooser:
     """The engine's bot ``level``, deciding from the seat's view as the service's own do."""
     try:
-        import engine.bots
-        from service import convert
-        from service.api import game_service_pb2 as service_pb
+        from railyard_client import engine_view
     except ImportError as exc:
         raise SystemExit(
             f"railyard-bot: --level {level} needs the engine (the railyard package: "
             "pip install . at the repository root); use --module instead"
         ) from exc
-    from railyard_client import engine_view
-
-    def choose(view: pb.GameView, legal: Sequence[pb.LegalMove]) -> Choice:
-        seen = engine_view.to_engine(view)
-        moves = [
-            convert.move_from_proto(engine_view.as_service(entry.move, service_pb.Move()))
-            for entry in legal
-        ]
-        picked = engine.bots.choose(level, seen, moves, budget=budget)
-        return legal[moves.index(picked)]
-
-    return choose
+    return engine_view.chooser(level, budget)
 
 
 def module_chooser(spec: str) -> Chooser:

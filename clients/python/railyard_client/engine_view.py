@@ -8,8 +8,10 @@ seat sees and nothing more (MT-VIS-3).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+import engine.bots
 from engine.game import GameStatus
 from engine.moves import TrainKind, TrainRef
 from engine.tiles import Tile
@@ -103,3 +105,18 @@ def to_engine(view: pb.GameView) -> GameView:
         teams=tuple(TeamView(tuple(t.seats), t.score) for t in view.teams),
         target_score=view.target_score,
     )
+
+
+def chooser(
+    level: str, budget: int | None = None
+) -> Callable[[pb.GameView, Sequence[pb.LegalMove]], pb.LegalMove]:
+    """``choose(view, legal)`` by the engine's bot ``level`` (random, greedy, expert)."""
+
+    def choose(view: pb.GameView, legal: Sequence[pb.LegalMove]) -> pb.LegalMove:
+        moves = [
+            convert.move_from_proto(as_service(entry.move, service_pb.Move())) for entry in legal
+        ]
+        picked = engine.bots.choose(level, to_engine(view), moves, budget=budget)
+        return legal[moves.index(picked)]
+
+    return choose
