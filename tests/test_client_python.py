@@ -657,3 +657,35 @@ def test_client_stubs_are_current(tmp_path: Path) -> None:
     for path in (CLIENT / "railyard_client").rglob("*.py"):
         if path.name != "engine_view.py":  # --level's adapter, imported only with the engine
             assert not re.search(r"^\s*(from|import) service", path.read_text(), re.M), path
+
+
+@pytest.mark.parametrize(
+    "preset", ["standard", "chicken_foot", "chicken_foot_game", "draw", "matador"]
+)
+def test_bot_levels_see_the_engine_view_the_service_sent(preset: str) -> None:
+    """railyard-bot --level rebuilds the engine's view from the wire view
+    (railyard_client.engine_view): at every position of a game, for the
+    seat to move, it equals the view the service built (MT-VIS-1/2)."""
+    from railyard_client import engine_view
+
+    from service.convert import move_to_proto, view_to_proto
+
+    game = engine.new_game(engine.preset(preset), 3, f"wire-{preset}")
+    choose = engine_view.chooser("greedy")
+    positions = 0
+    while not game.over and positions < 150:
+        view = engine.build_view(game, game.current_seat)
+        wire = pb.GameView.FromString(
+            view_to_proto(view, "g", ["a", "b", "c"], [0, 0, 0]).SerializeToString()
+        )
+        assert engine_view.to_engine(wire) == view
+        legal = game.legal_moves()
+        expected = engine.bots.choose("greedy", view, legal)
+        offered = [
+            pb.LegalMove(move=pb.Move.FromString(move_to_proto(m).SerializeToString()))
+            for m in legal
+        ]
+        assert choose(wire, offered) is offered[legal.index(expected)]
+        game.apply(expected)
+        positions += 1
+    assert positions > 20
