@@ -3,7 +3,7 @@ per endpoint, refusals turned into :class:`RailyardError`."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Generator, Sequence
 from typing import Any, TypeVar
 
 import grpc
@@ -66,7 +66,7 @@ class GrpcTransport:
 
     def watch(
         self, game_id: str, after_version: int | None, token: str | None, reconnecting: bool
-    ) -> Iterator[pb.GameEvent]:
+    ) -> Generator[pb.GameEvent, None, None]:
         del reconnecting  # gRPC has one way to say where to resume
         request = pb.WatchGameRequest(game_id=game_id)
         if after_version is not None:
@@ -124,7 +124,7 @@ class AsyncGrpcTransport:
 
     async def watch(
         self, game_id: str, after_version: int | None, token: str | None, reconnecting: bool
-    ) -> AsyncIterator[pb.GameEvent]:
+    ) -> AsyncGenerator[pb.GameEvent, None]:
         del reconnecting
         request = pb.WatchGameRequest(game_id=game_id)
         if after_version is not None:

@@ -7,7 +7,7 @@ returns, so one client class serves both.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Generator, Sequence
 from typing import Any, Final, TypeVar
 from urllib.parse import quote
 
@@ -135,7 +135,7 @@ class HttpTransport:
 
     def watch(
         self, game_id: str, after_version: int | None, token: str | None, reconnecting: bool
-    ) -> Iterator[pb.GameEvent]:
+    ) -> Generator[pb.GameEvent, None, None]:
         path, headers, params = _watch_request(game_id, after_version, token, reconnecting)
         timeout = httpx.Timeout(self._http.timeout.connect, read=STREAM_READ_TIMEOUT)
         parser = _SseParser()
@@ -187,7 +187,7 @@ class AsyncHttpTransport:
 
     async def watch(
         self, game_id: str, after_version: int | None, token: str | None, reconnecting: bool
-    ) -> AsyncIterator[pb.GameEvent]:
+    ) -> AsyncGenerator[pb.GameEvent, None]:
         path, headers, params = _watch_request(game_id, after_version, token, reconnecting)
         timeout = httpx.Timeout(self._http.timeout.connect, read=STREAM_READ_TIMEOUT)
         parser = _SseParser()

@@ -13,8 +13,9 @@ applied twice.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator, Sequence
 from typing import Protocol, TypeVar
 
 from google.protobuf.message import Message
@@ -57,7 +58,7 @@ class _Transport(Protocol):
     def unary(self, method: str, request: Message, into: M, token: str | None) -> M: ...
     def watch(
         self, game_id: str, after_version: int | None, token: str | None, reconnecting: bool
-    ) -> Iterator[pb.GameEvent]: ...
+    ) -> Generator[pb.GameEvent, None, None]: ...
     def close(self) -> None: ...
 
 
@@ -66,7 +67,7 @@ class _AsyncTransport(Protocol):
     async def unary(self, method: str, request: Message, into: M, token: str | None) -> M: ...
     def watch(
         self, game_id: str, after_version: int | None, token: str | None, reconnecting: bool
-    ) -> AsyncIterator[pb.GameEvent]: ...
+    ) -> AsyncGenerator[pb.GameEvent, None]: ...
     async def close(self) -> None: ...
 
 
@@ -177,15 +178,18 @@ class Client:
         while True:
             after = cursor.resume_after()
             try:
-                for event in self.transport.watch(
+                stream = self.transport.watch(
                     game_id, after, self._token(token), cursor.reconnecting
-                ):
-                    if not cursor.accept(event):
-                        continue
-                    failures = 0
-                    yield event
-                    if event.HasField("game_ended"):
-                        return
+                )
+                # closing: a caller that stops early closes the connection now.
+                with contextlib.closing(stream):
+                    for event in stream:
+                        if not cursor.accept(event):
+                            continue
+                        failures = 0
+                        yield event
+                        if event.HasField("game_ended"):
+                            return
                 if cursor.finished_snapshot:
                     return  # the game was over before this connection: only a snapshot
                 raise ended_early(game_id)
@@ -295,13 +299,15 @@ class AsyncClient:
                 stream = self.transport.watch(
                     game_id, after, self._token(token), cursor.reconnecting
                 )
-                async for event in stream:
-                    if not cursor.accept(event):
-                        continue
-                    failures = 0
-                    yield event
-                    if event.HasField("game_ended"):
-                        return
+                # aclosing: a caller that stops early closes the connection now.
+                async with contextlib.aclosing(stream):
+                    async for event in stream:
+                        if not cursor.accept(event):
+                            continue
+                        failures = 0
+                        yield event
+                        if event.HasField("game_ended"):
+                            return
                 if cursor.finished_snapshot:
                     return
                 raise ended_early(game_id)
