@@ -232,7 +232,7 @@ def test_every_error_row(replicas: list[Serve], transport: str) -> None:
             lambda: client.apply_move(game_id, move, token=tokens[mover], expected_version=7)
         )
         check(error, grpc.StatusCode.ABORTED, "VERSION_MISMATCH", 409)
-        # An unknown game (well formed id, and a malformed one).
+        # An unknown game (an id of the right shape that names none).
         error = refusal(lambda: client.get_game("z" * len(game_id)))
         check(error, grpc.StatusCode.NOT_FOUND, "GAME_NOT_FOUND", 404)
         # Bad input: an unknown preset, no players, an option out of range.
