@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 .PHONY: run play test lint typecheck unit proto lock bench bench-service clean
 
 # The virtualenv, exactly requirements.lock; rebuilt whenever it or pyproject.toml changes.
-$(STAMP): pyproject.toml requirements.lock
+$(STAMP): pyproject.toml requirements.lock clients/python/pyproject.toml
 	./scripts/bootstrap
 	@touch $@
 
@@ -43,12 +43,12 @@ lock: $(STAMP)
 	  && rm $(VENV)/requirements.lock.new || mv $(VENV)/requirements.lock.new requirements.lock
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict engine service
+	$(BIN)/mypy --strict engine service clients/python/railyard_client
 
 unit: $(STAMP)
 	./scripts/install-redis
 	./scripts/install-node
-	$(BIN)/pytest -n 2 --doctest-modules engine tests
+	$(BIN)/pytest -n 2 --doctest-modules engine tests clients/python/railyard_client
 
 ## bench: the engine benchmark (ratios against a baseline measured in the same run)
 bench: $(STAMP)

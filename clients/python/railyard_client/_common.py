@@ -1,0 +1,146 @@
+"""What both transports and both clients share: requests, retries, resuming."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+import grpc
+
+from railyard_client.api import game_service_pb2 as pb
+from railyard_client.errors import RailyardError
+
+#: The methods of GameService that take a game id, and what they answer.
+RESPONSES: Final[dict[str, type[object]]] = {
+    "CreateGame": pb.CreateGameResponse,
+    "GetGame": pb.GameView,
+    "ListLegalMoves": pb.ListLegalMovesResponse,
+    "ApplyMove": pb.ApplyMoveResponse,
+    "GetGameLog": pb.GetGameLogResponse,
+    "ListRulesets": pb.ListRulesetsResponse,
+}
+
+MoveLike = pb.Move | pb.LegalMove
+PlayerLike = pb.Player | str
+
+
+def new_request_id() -> str:
+    """An idempotency key (API.md: up to 64 characters)."""
+    return uuid.uuid4().hex
+
+
+def as_move(move: MoveLike) -> pb.Move:
+    """A Move from a Move or a LegalMove entry of ListLegalMoves."""
+    return move.move if isinstance(move, pb.LegalMove) else move
+
+
+def create_request(
+    players: Sequence[PlayerLike],
+    ruleset: pb.Ruleset | str | None,
+    seed: str,
+    request_id: str,
+) -> pb.CreateGameRequest:
+    if isinstance(ruleset, str):
+        ruleset = pb.Ruleset(preset=ruleset)
+    seats = [pb.Player(display_name=p) if isinstance(p, str) else p for p in players]
+    return pb.CreateGameRequest(ruleset=ruleset, players=seats, seed=seed, request_id=request_id)
+
+
+def apply_request(
+    game_id: str, move: MoveLike, expected_version: int | None, request_id: str
+) -> pb.ApplyMoveRequest:
+    request = pb.ApplyMoveRequest(game_id=game_id, move=as_move(move), request_id=request_id)
+    if expected_version is not None:
+        request.expected_version = expected_version
+    return request
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often a call is repeated after a transient refusal.
+
+    Reads are always safe to repeat; CreateGame and ApplyMove are repeated
+    only with the same ``requestId`` (the clients always send one), which the
+    service answers with the first outcome instead of applying it again.
+    """
+
+    attempts: int = 4
+    first_delay: float = 0.1
+    max_delay: float = 2.0
+
+    def delay(self, failures: int, error: RailyardError) -> float:
+        if error.retry_after is not None:
+            return min(float(error.retry_after), self.max_delay * 4)
+        return min(self.first_delay * 2.0 ** (failures - 1), self.max_delay)
+
+
+def is_transient(error: RailyardError) -> bool:
+    """Refusals a repeat may cure: the store or the replica was away (including
+    OUTCOME_UNKNOWN, which a repeat with the same requestId resolves), or a
+    rate limit. TOO_MANY_WATCHERS is transient too, for a watch."""
+    return error.code is grpc.StatusCode.UNAVAILABLE or (
+        error.code is grpc.StatusCode.RESOURCE_EXHAUSTED
+        and error.reason in ("RATE_LIMITED", "TOO_MANY_WATCHERS")
+    )
+
+
+@dataclass
+class WatchCursor:
+    """Where a watch stands, so a new connection resumes exactly after it.
+
+    Several events share one version (a move and the turn it starts carry
+    the version after the move), so a reconnect asks for the events after
+    the version *before* the last one seen, and skips the events of that
+    version already yielded. Only the first connection's snapshot is
+    yielded; a reconnect's is the caller's view again, not news.
+    """
+
+    first_after: int | None
+    snapshot_version: int | None = None
+    last_version: int | None = None
+    yielded_at_last: int = 0
+    _skip: int = field(default=0, repr=False)
+    finished_snapshot: bool = False
+
+    def resume_after(self) -> int | None:
+        """The afterVersion of the next connection (None: after its snapshot)."""
+        self._skip = 0
+        if self.last_version is not None:
+            self._skip = self.yielded_at_last
+            return self.last_version - 1
+        if self.snapshot_version is not None and self.first_after is None:
+            return self.snapshot_version
+        return self.first_after
+
+    @property
+    def reconnecting(self) -> bool:
+        return self.snapshot_version is not None
+
+    def accept(self, event: pb.GameEvent) -> bool:
+        """Whether ``event`` is news to the caller (and records it if so)."""
+        if event.HasField("snapshot"):
+            self.finished_snapshot = event.snapshot.status == pb.GAME_STATUS_FINISHED
+            if self.snapshot_version is not None:
+                return False
+            self.snapshot_version = event.version
+            return True
+        if self._skip > 0 and event.version == self.last_version:
+            self._skip -= 1
+            return False
+        self._skip = 0
+        if event.version == self.last_version:
+            self.yielded_at_last += 1
+        else:
+            self.last_version = event.version
+            self.yielded_at_last = 1
+        return True
+
+
+def ended_early(game_id: str) -> RailyardError:
+    return RailyardError(
+        grpc.StatusCode.UNAVAILABLE,
+        f"the watch of {game_id} ended before gameEnded",
+        "STREAM_ENDED",
+    )

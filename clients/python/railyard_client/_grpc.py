@@ -1,0 +1,144 @@
+"""The gRPC transport: the generated stubs of proto/railyard/v1, one channel
+per endpoint, refusals turned into :class:`RailyardError`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Generator, Sequence
+from typing import Any, TypeVar
+
+import grpc
+from google.protobuf.message import Message
+
+from railyard_client.api import game_service_pb2 as pb
+from railyard_client.api import game_service_pb2_grpc as pb_grpc
+from railyard_client.errors import from_grpc
+
+M = TypeVar("M", bound=Message)
+
+
+def _target(endpoint: str) -> tuple[str, bool]:
+    """A channel target from ``grpc://host:port``, ``grpcs://host:port`` or ``host:port``."""
+    if endpoint.startswith("grpcs://"):
+        return endpoint.removeprefix("grpcs://"), True
+    return endpoint.removeprefix("grpc://"), False
+
+
+def _metadata(token: str | None) -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {token}"),) if token else ()
+
+
+class GrpcTransport:
+    """Blocking gRPC calls to one of ``endpoints``."""
+
+    def __init__(self, endpoints: Sequence[str], timeout: float = 10.0) -> None:
+        self.endpoints = list(endpoints)
+        self.timeout = timeout
+        self._index = 0
+        self._channels: dict[int, grpc.Channel] = {}
+
+    @property
+    def endpoint(self) -> str:
+        return self.endpoints[self._index]
+
+    def rotate(self) -> None:
+        self._index = (self._index + 1) % len(self.endpoints)
+
+    def _stub(self) -> Any:
+        channel = self._channels.get(self._index)
+        if channel is None:
+            target, secure = _target(self.endpoint)
+            channel = (
+                grpc.secure_channel(target, grpc.ssl_channel_credentials())
+                if secure
+                else grpc.insecure_channel(target)
+            )
+            self._channels[self._index] = channel
+        return pb_grpc.GameServiceStub(channel)
+
+    def unary(self, method: str, request: Message, into: M, token: str | None) -> M:
+        try:
+            answer: M = getattr(self._stub(), method)(
+                request, metadata=_metadata(token), timeout=self.timeout
+            )
+        except grpc.RpcError as exc:
+            raise from_grpc(exc) from exc
+        return answer
+
+    def watch(
+        self, game_id: str, after_version: int | None, token: str | None, reconnecting: bool
+    ) -> Generator[pb.GameEvent, None, None]:
+        del reconnecting  # gRPC has one way to say where to resume
+        request = pb.WatchGameRequest(game_id=game_id)
+        if after_version is not None:
+            request.after_version = after_version
+        call = self._stub().WatchGame(request, metadata=_metadata(token))
+        try:
+            yield from call
+        except grpc.RpcError as exc:
+            raise from_grpc(exc) from exc
+        finally:
+            call.cancel()
+
+    def close(self) -> None:
+        for channel in self._channels.values():
+            channel.close()
+        self._channels.clear()
+
+
+class AsyncGrpcTransport:
+    """The asyncio twin of :class:`GrpcTransport` (``grpc.aio``)."""
+
+    def __init__(self, endpoints: Sequence[str], timeout: float = 10.0) -> None:
+        self.endpoints = list(endpoints)
+        self.timeout = timeout
+        self._index = 0
+        self._channels: dict[int, grpc.aio.Channel] = {}
+
+    @property
+    def endpoint(self) -> str:
+        return self.endpoints[self._index]
+
+    def rotate(self) -> None:
+        self._index = (self._index + 1) % len(self.endpoints)
+
+    def _stub(self) -> Any:
+        channel = self._channels.get(self._index)
+        if channel is None:
+            target, secure = _target(self.endpoint)
+            channel = (
+                grpc.aio.secure_channel(target, grpc.ssl_channel_credentials())
+                if secure
+                else grpc.aio.insecure_channel(target)
+            )
+            self._channels[self._index] = channel
+        return pb_grpc.GameServiceStub(channel)
+
+    async def unary(self, method: str, request: Message, into: M, token: str | None) -> M:
+        try:
+            answer: M = await getattr(self._stub(), method)(
+                request, metadata=_metadata(token), timeout=self.timeout
+            )
+        except grpc.RpcError as exc:
+            raise from_grpc(exc) from exc
+        return answer
+
+    async def watch(
+        self, game_id: str, after_version: int | None, token: str | None, reconnecting: bool
+    ) -> AsyncGenerator[pb.GameEvent, None]:
+        del reconnecting
+        request = pb.WatchGameRequest(game_id=game_id)
+        if after_version is not None:
+            request.after_version = after_version
+        call = self._stub().WatchGame(request, metadata=_metadata(token))
+        try:
+            async for event in call:
+                yield event
+        except grpc.RpcError as exc:
+            raise from_grpc(exc) from exc
+        finally:
+            call.cancel()
+
+    async def close(self) -> None:
+        for channel in self._channels.values():
+            await channel.close(None)
+        self._channels.clear()

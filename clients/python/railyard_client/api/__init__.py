@@ -1,0 +1,1 @@
+"""Generated from proto/railyard/v1 by scripts/gen-proto: do not edit."""
