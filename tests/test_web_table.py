@@ -1,0 +1,367 @@
+"""The web table (service/web/) in a real headless Chromium, on a real service.
+
+The service runs as a replica would (GameApp over RedisStore, HTTP served by
+uvicorn on a free loopback port, in a thread of its own); Chromium is
+Debian's, installed by ``scripts/install-chromium`` (``make unit`` runs it)
+and driven by Playwright through ``executable_path``: Playwright's own
+browser downloads are never used. Without Chromium these tests fail rather
+than skip.
+
+A person creates a table against bots, plays the whole game by clicking a
+tile then a target (or Draw / Pass / End turn), and presses "Verify the
+deals". Meanwhile every answer the page received (fetch bodies, SSE events
+included, captured inside the page, and the JSON answers seen on the network)
+and every tile the page showed outside the board are checked against the
+deals recomputed from the seed at the end: no tile another seat held ever
+reaches the page. Screenshots of the table mid-game and at the end are saved
+under ``tests/artifacts/web-table/`` (git-ignored); the test prints where.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import engine
+from engine.shuffle import shuffle
+from service.app import GameApp
+from service.settings import Settings
+from service.store.redis import RedisStore
+from tests.test_service_e2e import http_server
+
+playwright_sync = pytest.importorskip("playwright.sync_api")  # a dev dependency: always there
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "tests" / "artifacts" / "web-table"
+MAX_MOVES = 400
+TIMEOUT_MS = 20_000
+
+#: Injected before the page's own scripts: keeps a copy of every fetch answer
+#: the page reads (an SSE stream chunk by chunk), so the test sees exactly what
+#: reached the page.
+CAPTURE_FETCH = """
+(() => {
+  window.__received = [];
+  const original = window.fetch;
+  window.fetch = async (...args) => {
+    const response = await original(...args);
+    const record = { url: String(args[0]), body: "" };
+    window.__received.push(record);
+    if (response.body) {
+      const reader = response.clone().body.pipeThrough(new TextDecoderStream()).getReader();
+      (async () => {
+        try {
+          for (;;) {
+            const { value, done } = await reader.read();
+            if (done) break;
+            record.body += value;
+          }
+        } catch (e) {}
+      })();
+    }
+    return response;
+  };
+})();
+"""
+
+
+def chromium() -> str:
+    path = os.environ.get("RAILYARD_CHROMIUM") or next(
+        filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None
+    )
+    assert path, "chromium is not installed: run ./scripts/install-chromium (or `make unit`)"
+    return path
+
+
+@contextlib.contextmanager
+def service(redis_url: str) -> Iterator[str]:
+    """The HTTP service on Redis, served from a thread with its own event loop
+    (Playwright's sync API wants the main thread without one)."""
+    ready: list[str] = []
+    failed: list[BaseException] = []
+    started = threading.Event()
+    loop_box: list[asyncio.AbstractEventLoop] = []
+    stop_box: list[asyncio.Event] = []
+
+    async def main() -> None:
+        store = RedisStore(redis_url)
+        app = GameApp(store, Settings(rate_limit=0, bot_processes=0))
+        stop = asyncio.Event()
+        loop_box.append(asyncio.get_running_loop())
+        stop_box.append(stop)
+        try:
+            async with http_server(app) as url:
+                ready.append(url)
+                started.set()
+                await stop.wait()
+        finally:
+            app.close()
+            await store.close()
+
+    def thread_main() -> None:
+        try:
+            asyncio.run(main())
+        except BaseException as exc:
+            failed.append(exc)
+        finally:
+            started.set()
+
+    thread = threading.Thread(target=thread_main, name="web-table-service", daemon=True)
+    thread.start()
+    started.wait(30)
+    if failed or not ready:
+        raise RuntimeError(f"the service did not start: {failed}")
+    try:
+        yield ready[0]
+    finally:
+        loop_box[0].call_soon_threadsafe(stop_box[0].set)
+        thread.join(15)
+
+
+@contextlib.contextmanager
+def browser_page() -> Iterator[tuple[Any, list[tuple[str, str]]]]:
+    """A phone-sized page in headless Chromium, and the JSON answers it got."""
+    network: list[tuple[str, str]] = []
+    with playwright_sync.sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=chromium(),
+            headless=True,
+            # As root (CI) Chromium will not start with its sandbox.
+            args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
+        )
+        try:
+            context = browser.new_context(viewport={"width": 412, "height": 915})
+            page = context.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            page.add_init_script(CAPTURE_FETCH)
+            page_errors: list[str] = []
+            page.on("pageerror", lambda exc: page_errors.append(str(exc)))
+
+            def on_response(response: Any) -> None:
+                kind = response.headers.get("content-type", "")
+                if "/v1/" in response.url and kind.startswith("application/json"):
+                    # (suppressed: the page may have navigated away meanwhile)
+                    with contextlib.suppress(Exception):
+                        network.append((response.url, response.text()))
+
+            page.on("response", on_response)
+            yield page, network
+            assert not page_errors, page_errors
+        finally:
+            browser.close()
+
+
+# ------------------------------------------------------------------ what the page may know
+
+
+def tile_key(tile: dict[str, Any]) -> str:
+    a, b = tile.get("a", 0), tile.get("b", 0)
+    return f"{min(a, b)}-{max(a, b)}"
+
+
+def others_held(log: dict[str, Any], players: int, me: int) -> set[str]:
+    """Every tile a seat other than ``me`` was dealt or drew, in any round,
+    recomputed from the revealed seed (API.md's shuffle and dealing)."""
+    rules = log["ruleset"]
+    game = rules.get("game", "GAME_MEXICAN_TRAIN")
+    trains = game in ("GAME_MEXICAN_TRAIN", "GAME_CHICKEN_FOOT")
+    set_max = rules["setMax"]
+    hand = rules["handSize"]
+    set_aside = rules.get("enginePlacement") != "ENGINE_PLACEMENT_HOLDER_PLAYS"
+    first = rules.get("firstEngine", set_max)
+    canon = [f"{a}-{b}" for a in range(set_max + 1) for b in range(a, set_max + 1)]
+    held: set[str] = set()
+    boneyard: list[str] = []
+    round_no = 0
+    pending = True
+    for event in log["events"]:
+        if "gameEnded" in event:
+            continue
+        if pending:
+            round_no += 1
+            value = first - (round_no - 1)
+            tiles = [t for t in canon if not (trains and set_aside and t == f"{value}-{value}")]
+            shuffle(log["seed"], f"round:{round_no}:deal", tiles)
+            for seat in range(players):
+                if seat != me:
+                    held.update(tiles[seat * hand : (seat + 1) * hand])
+            boneyard = tiles[players * hand :]
+            pending = False
+        if "tileDrawn" in event:
+            tile = boneyard.pop(0)
+            if event["tileDrawn"].get("seat", 0) != me:
+                held.add(tile)
+        if "roundEnded" in event:
+            pending = True
+    return held
+
+
+def hands_in(value: Any, me: int, found: list[str], problems: list[str]) -> None:
+    """Collects every tile of a ``hand`` and of a ``tileDrawn`` in a decoded
+    answer; a hand of a view for another seat, or another seat's drawn tile,
+    is a problem at once."""
+    if isinstance(value, dict):
+        if "hand" in value and value.get("viewerSeat", 0) != me:
+            problems.append(f"a view for seat {value.get('viewerSeat', 0)} carries a hand")
+        for tile in value.get("hand", []) if isinstance(value.get("hand"), list) else []:
+            found.append(tile_key(tile))
+        drawn = value.get("tileDrawn")
+        if isinstance(drawn, dict) and "tile" in drawn:
+            if drawn.get("seat", 0) != me:
+                problems.append(f"seat {drawn.get('seat', 0)}'s drawn tile reached the page")
+            found.append(tile_key(drawn["tile"]))
+        for item in value.values():
+            hands_in(item, me, found, problems)
+    elif isinstance(value, list):
+        for item in value:
+            hands_in(item, me, found, problems)
+
+
+def decoded(body: str) -> list[Any]:
+    """A JSON body, or the JSON of each ``data:`` line of an SSE stream."""
+    body = body.strip()
+    if not body:
+        return []
+    if body.startswith("{"):
+        return [json.loads(body)]
+    return [
+        json.loads(line[5:].strip())
+        for line in body.splitlines()
+        if line.startswith("data:") and line[5:].strip()
+    ]
+
+
+# ------------------------------------------------------------------ driving the page
+
+STATE_JS = """() => ({
+  status: document.body.dataset.status || "",
+  version: document.body.dataset.version || "",
+  playable: document.querySelectorAll("#hand button.playable:not([disabled])").length,
+  actions: [...document.querySelectorAll("#actions button:not([disabled])")]
+             .map(b => b.dataset.action),
+  hand: [...document.querySelectorAll("#hand .tile")].map(t => t.dataset.tile),
+  offBoard: [...document.querySelectorAll(".tile")].filter(t => !t.closest("#board"))
+              .map(t => t.dataset.tile),
+})"""
+
+READY_JS = """() => document.body.dataset.status === "finished"
+  || document.querySelectorAll("#hand button.playable:not([disabled])").length > 0
+  || document.querySelectorAll("#actions button:not([disabled])").length > 0"""
+
+
+def create_table(page: Any, url: str, preset: str, **limits: int) -> None:
+    page.goto(url + "/")
+    page.wait_for_selector(f"#preset option[value='{preset}']", state="attached")
+    page.select_option("#preset", preset)
+    if "rounds" in limits:
+        page.fill("#rounds", str(limits["rounds"]))
+    if "target" in limits:
+        page.fill("#target", str(limits["target"]))
+    page.click("#create")
+    page.wait_for_function("() => document.body.dataset.status", timeout=TIMEOUT_MS)
+
+
+def play_to_the_end(page: Any, screenshot_after: int, shot: Path) -> list[list[str]]:
+    """Clicks through the whole game; the tiles seen outside the board after each move."""
+    seen: list[list[str]] = []
+    for moves in range(MAX_MOVES):
+        page.wait_for_function(READY_JS)
+        now = page.evaluate(STATE_JS)
+        seen.append(now["hand"] + now["offBoard"])
+        if now["status"] == "finished":
+            return seen
+        if moves == screenshot_after:
+            page.screenshot(path=str(shot), full_page=True)
+        if now["playable"]:
+            page.click("#hand button.playable:not([disabled])")
+            page.click("button.target")
+        else:
+            action = next(a for a in ("draw", "pass", "endTurn") if a in now["actions"])
+            page.click(f"#actions button[data-action='{action}']")
+        page.wait_for_function(
+            "v => document.body.dataset.version !== v"
+            " || document.body.dataset.status === 'finished'",
+            arg=now["version"],
+        )
+        assert page.locator("#error").is_hidden(), page.inner_text("#error")
+    raise AssertionError(f"the game did not end in {MAX_MOVES} moves")
+
+
+def check_game(page: Any, url: str, network: list[tuple[str, str]], seen: list[list[str]]) -> None:
+    """The end: verified deals, and no other seat's tile anywhere the page got."""
+    page.click("#verify")
+    page.wait_for_function(
+        "() => /^(verified|mismatch|could not)/.test("
+        "document.getElementById('verify-result').textContent)"
+    )
+    result = page.inner_text("#verify-result")
+    assert result.startswith("verified"), result
+
+    fragment = page.evaluate("() => location.hash")
+    game_id = dict(p.split("=", 1) for p in fragment[1:].split("&"))["game"]
+    import httpx
+
+    log = httpx.get(f"{url}/v1/games/{game_id}/log").json()
+    view = httpx.get(f"{url}/v1/games/{game_id}").json()
+    me = 0
+    others = others_held(log, len(view["players"]), me)
+    assert others, "the other seats were dealt nothing?"
+
+    problems: list[str] = []
+    found: list[str] = []
+    received = page.evaluate("() => window.__received")
+    assert any("/events" in r["url"] and "data:" in r["body"] for r in received), (
+        "the page never read an SSE event"
+    )
+    for record in received:
+        for answer in decoded(record["body"]):
+            hands_in(answer, me, found, problems)
+    for _, body in network:
+        for answer in decoded(body):
+            hands_in(answer, me, found, problems)
+    for tiles in seen:
+        found.extend(tiles)
+    assert found, "the page never showed the person's own hand"
+    leaked = sorted(set(found) & others)
+    assert not problems, problems
+    assert not leaked, f"tiles other seats held reached the page: {leaked}"
+
+
+def test_web_table_plays_mexican_train_to_the_end(redis_url: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    mid, end = ARTIFACTS / "mexican-train-mid-game.png", ARTIFACTS / "mexican-train-end.png"
+    with service(redis_url) as url, browser_page() as (page, network):
+        create_table(page, url, "standard", rounds=1)
+        # One person (the form's first seat) against one greedy bot, then a second bot.
+        assert page.locator(".player").count() == 2
+        seen = play_to_the_end(page, screenshot_after=6, shot=mid)
+        check_game(page, url, network, seen)
+        assert page.locator("#scores table").is_visible()
+        assert page.inner_text("#seed-shown").strip()
+        page.screenshot(path=str(end), full_page=True)
+    print(f"\nweb table screenshots: {mid} {end}")
+    assert mid.stat().st_size > 0
+    assert end.stat().st_size > 0
+
+
+def test_web_table_plays_a_line_game(redis_url: str) -> None:
+    """A classic game's line view (Draw, to a low target score)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    mid, end = ARTIFACTS / "draw-mid-game.png", ARTIFACTS / "draw-end.png"
+    assert "draw" in engine.GAMES
+    with service(redis_url) as url, browser_page() as (page, network):
+        create_table(page, url, "draw", target=15)
+        seen = play_to_the_end(page, screenshot_after=3, shot=mid)
+        assert page.locator("#board .line").count() == 1
+        check_game(page, url, network, seen)
+        page.screenshot(path=str(end), full_page=True)
+    print(f"\nweb table screenshots: {mid} {end}")
