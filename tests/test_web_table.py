@@ -365,3 +365,178 @@ def test_web_table_plays_a_line_game(redis_url: str) -> None:
         check_game(page, url, network, seen)
         page.screenshot(path=str(end), full_page=True)
     print(f"\nweb table screenshots: {mid} {end}")
+
+
+# ------------------------------------------------------------------ the verifier, in node
+
+VERIFY_JS = ROOT / "service" / "web" / "verify.js"
+
+#: Runs the table's verifier (the same module the page imports) in node on the
+#: games and vectors given on stdin; prints one JSON answer.
+VERIFY_RUNNER = """
+import { verifyDeals, shuffle, canonical } from %s;
+let input = "";
+for await (const chunk of process.stdin) input += chunk;
+const { games, vectors } = JSON.parse(input);
+const out = { games: [], vectors: [] };
+for (const g of games) {
+  out.games.push({ name: g.name, ...(await verifyDeals(g.log, g.view, g.sha)) });
+}
+for (const v of vectors) {
+  const tiles = canonical(v.set).filter((t) => !(v.engine_set_aside && t === `${v.set}-${v.set}`));
+  out.vectors.push((await shuffle(v.seed, v.label, tiles)).join(" ") === v.shuffled.join(" "));
+}
+console.log(JSON.stringify(out));
+"""
+
+
+def _finished_games() -> list[dict[str, Any]]:
+    """A short game of bots for every preset of every game, with its log and
+    view as the HTTP API answers them."""
+    from service.api import game_service_pb2 as pb
+    from service.app import Caller
+    from service.http_server import to_json
+    from service.store.memory import MemoryStore
+
+    async def main() -> list[dict[str, Any]]:
+        app = GameApp(MemoryStore(), Settings(rate_limit=0, bot_processes=0))
+        caller = Caller(token=None, address="127.0.0.1")
+        games = []
+        try:
+            for spec in engine.GAMES.values():
+                for name in spec.presets:
+                    for seats in (2, 4):
+                        ruleset = pb.Ruleset(preset=name)
+                        if spec.name in ("mexican_train", "chicken_foot"):
+                            ruleset.rounds = 2
+                        else:
+                            ruleset.target_score = 25
+                        if name.endswith("_teams") and seats != 4:
+                            continue
+                        if name == "standard" and seats == 4:
+                            ruleset.engine_placement = pb.ENGINE_PLACEMENT_HOLDER_PLAYS
+                        players = [
+                            pb.Player(display_name=f"B{i}", bot=pb.BOT_LEVEL_RANDOM)
+                            for i in range(seats)
+                        ]
+                        created = await app.create_game(
+                            pb.CreateGameRequest(ruleset=ruleset, players=players), caller
+                        )
+                        log = await app.get_game_log(created.game.game_id, caller)
+                        view = to_json(created.game)
+                        games.append(
+                            {
+                                "name": f"{name}/{seats}",
+                                "log": to_json(log),
+                                "view": view,
+                                "sha": view["seedSha256"],
+                            }
+                        )
+        finally:
+            app.close()
+        return games
+
+    return asyncio.run(main())
+
+
+def _run_verifier(games: list[dict[str, Any]], vectors: list[Any]) -> dict[str, Any]:
+    import subprocess
+
+    from tests.test_client_js import node
+
+    script = VERIFY_RUNNER % json.dumps(VERIFY_JS.as_uri())
+    done = subprocess.run(
+        [node(), "--input-type=module", "-e", script],
+        input=json.dumps({"games": games, "vectors": vectors}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    answer: dict[str, Any] = json.loads(done.stdout)
+    return answer
+
+
+def test_verifier_checks_every_game_and_the_shuffle_vectors() -> None:
+    """MT-FAIR-1: the table's verifier re-deals a finished game of every preset
+    from its seed, and catches a wrong seed, a tile played that was never dealt
+    to its seat, and a seedSha256 other than the one shown from the start."""
+    vectors = json.loads((ROOT / "tests" / "fixtures" / "shuffle.json").read_text())["cases"]
+    games = _finished_games()
+    presets = {p for spec in engine.GAMES.values() for p in spec.presets}
+    assert {g["name"].split("/")[0] for g in games} == presets
+
+    honest = _run_verifier(games, vectors)
+    assert all(honest["vectors"]), honest["vectors"]
+    assert len(honest["vectors"]) == len(vectors)
+    for result in honest["games"]:
+        assert result["ok"], result
+        assert result["rounds"] >= 1
+
+    def tampered(game: dict[str, Any], how: str) -> dict[str, Any]:
+        copy = json.loads(json.dumps(game))
+        if how == "seed":
+            copy["log"]["seed"] += "x"
+        elif how == "sha":
+            copy["sha"] = "0" * 64
+        else:  # a seat played a tile another seat was dealt
+            played = [e["tilePlayed"] for e in copy["log"]["events"] if "tilePlayed" in e]
+            first = played[0]
+            other = next(p for p in played if p.get("seat", 0) != first.get("seat", 0))
+            first["tile"], other["tile"] = other["tile"], first["tile"]
+        copy["name"] += f" ({how})"
+        return copy
+
+    sample = [g for g in games if g["name"] in ("standard/2", "chicken_foot_game/2", "block/2")]
+    bad = _run_verifier([tampered(g, how) for g in sample for how in ("seed", "sha", "tile")], [])
+    for result in bad["games"]:
+        assert not result["ok"], result
+        assert result["problems"], result
+
+
+# ------------------------------------------------------------------ routes
+
+
+def test_table_routes_leave_the_api_alone() -> None:
+    """/ and /web/* serve the table; /v1/..., /healthz, /docs and /openapi.json
+    answer as before, and an unknown file is the usual Status 404."""
+    import httpx
+
+    from service.http_server import create_http_app
+    from service.store.memory import MemoryStore
+
+    app = GameApp(MemoryStore(), Settings(rate_limit=0, bot_processes=0))
+
+    async def main() -> None:
+        transport = httpx.ASGITransport(app=create_http_app(app))
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+            index = await http.get("/")
+            assert index.status_code == 200
+            assert index.headers["content-type"].startswith("text/html")
+            assert 'src="/web/table.js"' in index.text
+            assert "default-src 'self'" in index.headers["content-security-policy"]
+            for name, kind in (
+                ("table.js", "text/javascript"),
+                ("verify.js", "text/javascript"),
+                ("table.css", "text/css"),
+            ):
+                answer = await http.get(f"/web/{name}")
+                assert answer.status_code == 200, name
+                assert answer.headers["content-type"].startswith(kind), name
+            missing = await http.get("/web/secret.py")
+            assert missing.status_code == 404
+            assert missing.json()["details"][0]["reason"] == "NOT_FOUND"
+            assert (await http.get("/healthz")).json() == {"status": "ok"}
+            assert (await http.get("/docs")).status_code == 200
+            paths = (await http.get("/openapi.json")).json()["paths"]
+            assert "/" not in paths
+            assert not any(p.startswith("/web") for p in paths)
+            assert (await http.get("/v1/rulesets")).status_code == 200
+            unknown = await http.get("/v1/games/nope")
+            assert unknown.json()["details"][0]["reason"] == "GAME_NOT_FOUND"
+
+    try:
+        asyncio.run(main())
+    finally:
+        app.close()
