@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shutil
 import threading
 from collections.abc import Iterator
@@ -296,6 +297,38 @@ def play_to_the_end(page: Any, screenshot_after: int, shot: Path) -> list[list[s
     raise AssertionError(f"the game did not end in {MAX_MOVES} moves")
 
 
+def refused_once(page: Any) -> None:
+    """The service's refusal of a move is shown with its reason and rule id:
+    the page's next move goes out as a pass (Draw never lets one pass while it
+    can play or draw), then the table carries on."""
+    page.wait_for_function(READY_JS)
+    tampered: list[str] = []
+
+    def as_pass(route: Any) -> None:
+        if tampered:
+            route.continue_()
+            return
+        body = json.loads(route.request.post_data or "{}")
+        body["move"] = {"pass": {}}
+        tampered.append(json.dumps(body))
+        route.continue_(post_data=json.dumps(body))
+
+    page.route("**/v1/games/*/moves", as_pass)
+    now = page.evaluate(STATE_JS)
+    if now["playable"]:
+        page.click("#hand button.playable:not([disabled])")
+        page.click("button.target")
+    else:
+        page.click(f"#actions button[data-action='{now['actions'][0]}']")
+    error = page.locator("#error")
+    error.wait_for(state="visible")
+    text = error.inner_text()
+    assert "ILLEGAL_MOVE" in text, text
+    assert re.search(r"\[(CL|MT)-[A-Z0-9]+-[0-9]+\]", text), text
+    page.unroute("**/v1/games/*/moves")
+    assert tampered
+
+
 def check_game(page: Any, url: str, network: list[tuple[str, str]], seen: list[list[str]]) -> None:
     """The end: verified deals, and no other seat's tile anywhere the page got."""
     page.click("#verify")
@@ -336,13 +369,19 @@ def check_game(page: Any, url: str, network: list[tuple[str, str]], seen: list[l
     assert not leaked, f"tiles other seats held reached the page: {leaked}"
 
 
-def test_web_table_plays_mexican_train_to_the_end(redis_url: str) -> None:
+@pytest.mark.parametrize(
+    ("preset", "slug"), [("standard", "mexican-train"), ("chicken_foot_game", "chicken-foot")]
+)
+def test_web_table_plays_a_train_game_to_the_end(redis_url: str, preset: str, slug: str) -> None:
+    """Mexican Train and Chicken Foot (its branches): one round, one person
+    against a greedy bot, clicked through to the verified end."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    mid, end = ARTIFACTS / "mexican-train-mid-game.png", ARTIFACTS / "mexican-train-end.png"
+    mid, end = ARTIFACTS / f"{slug}-mid-game.png", ARTIFACTS / f"{slug}-end.png"
     with service(redis_url) as url, browser_page() as (page, network):
-        create_table(page, url, "standard", rounds=1)
-        # One person (the form's first seat) against one greedy bot, then a second bot.
+        create_table(page, url, preset, rounds=1)
+        # The form's seats: you, and a greedy bot.
         assert page.locator(".player").count() == 2
+        assert page.locator(".train").count() >= 2
         seen = play_to_the_end(page, screenshot_after=6, shot=mid)
         check_game(page, url, network, seen)
         assert page.locator("#scores table").is_visible()
@@ -360,6 +399,7 @@ def test_web_table_plays_a_line_game(redis_url: str) -> None:
     assert "draw" in engine.GAMES
     with service(redis_url) as url, browser_page() as (page, network):
         create_table(page, url, "draw", target=15)
+        refused_once(page)
         seen = play_to_the_end(page, screenshot_after=3, shot=mid)
         assert page.locator("#board .line").count() == 1
         check_game(page, url, network, seen)

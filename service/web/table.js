@@ -635,6 +635,7 @@ async function play(legalMove) {
     setView(view, legal, version);
   } catch (error) {
     state.busy = false;
+    state.selected = null; // choose again, on the game as it is now
     showError(error);
     await refresh();
   }
