@@ -542,7 +542,8 @@ function renderHand(view) {
       : `Waiting for ${names[current] ?? `seat ${current}`}…`;
   if (view.turn?.owesTile && myTurn) $("turn-line").textContent += " A double is open: answer it.";
   const playable = new Set(state.legal.filter((m) => m.move.play).map((m) => tileKey(m.move.play.tile)));
-  for (const t of view.hand ?? []) {
+  // Covered: the previous person's hand is not even put in the page.
+  for (const t of covered ? [] : view.hand ?? []) {
     const button = tileElement(t, "button");
     button.type = "button";
     button.classList.add("hand-tile");
