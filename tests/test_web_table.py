@@ -44,7 +44,7 @@ playwright_sync = pytest.importorskip("playwright.sync_api")  # a dev dependency
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "tests" / "artifacts" / "web-table"
 MAX_MOVES = 400
-TIMEOUT_MS = 20_000
+TIMEOUT_MS = 60_000  # generous: CI's two cores run the rest of the suite beside it
 
 #: Injected before the page's own scripts: keeps a copy of every fetch answer
 #: the page reads (an SSE stream chunk by chunk), so the test sees exactly what
@@ -169,8 +169,8 @@ def tile_key(tile: dict[str, Any]) -> str:
     return f"{min(a, b)}-{max(a, b)}"
 
 
-def others_held(log: dict[str, Any], players: int, me: int) -> set[str]:
-    """Every tile a seat other than ``me`` was dealt or drew, in any round,
+def others_held(log: dict[str, Any], players: int, me: int) -> dict[int, set[str]]:
+    """By round: every tile a seat other than ``me`` was dealt or drew,
     recomputed from the revealed seed (API.md's shuffle and dealing)."""
     rules = log["ruleset"]
     game = rules.get("game", "GAME_MEXICAN_TRAIN")
@@ -180,7 +180,7 @@ def others_held(log: dict[str, Any], players: int, me: int) -> set[str]:
     set_aside = rules.get("enginePlacement") != "ENGINE_PLACEMENT_HOLDER_PLAYS"
     first = rules.get("firstEngine", set_max)
     canon = [f"{a}-{b}" for a in range(set_max + 1) for b in range(a, set_max + 1)]
-    held: set[str] = set()
+    held: dict[int, set[str]] = {}
     boneyard: list[str] = []
     round_no = 0
     pending = True
@@ -192,39 +192,43 @@ def others_held(log: dict[str, Any], players: int, me: int) -> set[str]:
             value = first - (round_no - 1)
             tiles = [t for t in canon if not (trains and set_aside and t == f"{value}-{value}")]
             shuffle(log["seed"], f"round:{round_no}:deal", tiles)
+            held[round_no] = set()
             for seat in range(players):
                 if seat != me:
-                    held.update(tiles[seat * hand : (seat + 1) * hand])
+                    held[round_no].update(tiles[seat * hand : (seat + 1) * hand])
             boneyard = tiles[players * hand :]
             pending = False
         if "tileDrawn" in event:
             tile = boneyard.pop(0)
             if event["tileDrawn"].get("seat", 0) != me:
-                held.add(tile)
+                held[round_no].add(tile)
         if "roundEnded" in event:
             pending = True
     return held
 
 
-def hands_in(value: Any, me: int, found: list[str], problems: list[str]) -> None:
-    """Collects every tile of a ``hand`` and of a ``tileDrawn`` in a decoded
-    answer; a hand of a view for another seat, or another seat's drawn tile,
+def hands_in(
+    value: Any, me: int, found: list[tuple[int, str]], problems: list[str], round_no: int = 0
+) -> None:
+    """Collects (round, tile) for every tile of a view's ``hand`` in a decoded
+    answer; a hand in a view for another seat, or another seat's drawn tile,
     is a problem at once."""
     if isinstance(value, dict):
-        if "hand" in value and value.get("viewerSeat", 0) != me:
+        if isinstance(value.get("round"), int):
+            round_no = value["round"]
+        hand = value.get("hand")
+        if hand is not None and value.get("viewerSeat", 0) != me:
             problems.append(f"a view for seat {value.get('viewerSeat', 0)} carries a hand")
-        for tile in value.get("hand", []) if isinstance(value.get("hand"), list) else []:
-            found.append(tile_key(tile))
+        for tile in hand if isinstance(hand, list) else []:
+            found.append((round_no, tile_key(tile)))
         drawn = value.get("tileDrawn")
-        if isinstance(drawn, dict) and "tile" in drawn:
-            if drawn.get("seat", 0) != me:
-                problems.append(f"seat {drawn.get('seat', 0)}'s drawn tile reached the page")
-            found.append(tile_key(drawn["tile"]))
+        if isinstance(drawn, dict) and "tile" in drawn and drawn.get("seat", 0) != me:
+            problems.append(f"seat {drawn.get('seat', 0)}'s drawn tile reached the page")
         for item in value.values():
-            hands_in(item, me, found, problems)
+            hands_in(item, me, found, problems, round_no)
     elif isinstance(value, list):
         for item in value:
-            hands_in(item, me, found, problems)
+            hands_in(item, me, found, problems, round_no)
 
 
 def decoded(body: str) -> list[Any]:
@@ -245,6 +249,7 @@ def decoded(body: str) -> list[Any]:
 
 STATE_JS = """() => ({
   status: document.body.dataset.status || "",
+  round: Number(document.body.dataset.round || 0),
   version: document.body.dataset.version || "",
   playable: document.querySelectorAll("#hand button.playable:not([disabled])").length,
   actions: [...document.querySelectorAll("#actions button:not([disabled])")]
@@ -271,13 +276,14 @@ def create_table(page: Any, url: str, preset: str, **limits: int) -> None:
     page.wait_for_function("() => document.body.dataset.status", timeout=TIMEOUT_MS)
 
 
-def play_to_the_end(page: Any, screenshot_after: int, shot: Path) -> list[list[str]]:
-    """Clicks through the whole game; the tiles seen outside the board after each move."""
-    seen: list[list[str]] = []
+def play_to_the_end(page: Any, screenshot_after: int, shot: Path) -> list[tuple[int, str]]:
+    """Clicks through the whole game; (round, tile) of every tile seen outside
+    the board after each move."""
+    seen: list[tuple[int, str]] = []
     for moves in range(MAX_MOVES):
         page.wait_for_function(READY_JS)
         now = page.evaluate(STATE_JS)
-        seen.append(now["hand"] + now["offBoard"])
+        seen.extend((now["round"], tile) for tile in now["hand"] + now["offBoard"])
         if now["status"] == "finished":
             return seen
         if moves == screenshot_after:
@@ -329,7 +335,9 @@ def refused_once(page: Any) -> None:
     assert tampered
 
 
-def check_game(page: Any, url: str, network: list[tuple[str, str]], seen: list[list[str]]) -> None:
+def check_game(
+    page: Any, url: str, network: list[tuple[str, str]], seen: list[tuple[int, str]]
+) -> None:
     """The end: verified deals, and no other seat's tile anywhere the page got."""
     page.click("#verify")
     page.wait_for_function(
@@ -350,7 +358,7 @@ def check_game(page: Any, url: str, network: list[tuple[str, str]], seen: list[l
     assert others, "the other seats were dealt nothing?"
 
     problems: list[str] = []
-    found: list[str] = []
+    found: list[tuple[int, str]] = []
     received = page.evaluate("() => window.__received")
     assert any("/events" in r["url"] and "data:" in r["body"] for r in received), (
         "the page never read an SSE event"
@@ -361,10 +369,10 @@ def check_game(page: Any, url: str, network: list[tuple[str, str]], seen: list[l
     for _, body in network:
         for answer in decoded(body):
             hands_in(answer, me, found, problems)
-    for tiles in seen:
-        found.extend(tiles)
+    found.extend(seen)
     assert found, "the page never showed the person's own hand"
-    leaked = sorted(set(found) & others)
+    assert {r for r, _ in found} <= others.keys(), sorted({r for r, _ in found})
+    leaked = sorted({(r, t) for r, t in found if t in others[r]})
     assert not problems, problems
     assert not leaked, f"tiles other seats held reached the page: {leaked}"
 

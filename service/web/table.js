@@ -292,6 +292,7 @@ async function refresh() {
   const token = state.revealed ? tokenOf(state.activeSeat) : null;
   try {
     const view = await api("GET", gamePath(), { token });
+    if (state.busy) return; // a move is under way: its answer renders
     let legal = [];
     let legalVersion = view.version ?? "0";
     if (token && view.status !== "GAME_STATUS_FINISHED" && (view.currentSeat ?? 0) === state.activeSeat) {
@@ -306,6 +307,8 @@ async function refresh() {
 }
 
 function setView(view, legal, legalVersion) {
+  // A refresh that was under way while a move went through answers late: keep the newer.
+  if (state.view && Number(view.version ?? 0) < Number(state.view.version ?? 0)) return;
   if (!state.knownSha && view.seedSha256) {
     state.knownSha = view.seedSha256;
     remember(state.gameId, { seedSha256: view.seedSha256 });
@@ -346,6 +349,7 @@ function render() {
   $("status-line").textContent = `${GAME_NAMES[game] ?? game} · ${rounds} · boneyard ${view.boneyardCount ?? 0} · v${view.version ?? 0}`;
   document.body.dataset.status = finished ? "finished" : "playing";
   document.body.dataset.version = view.version ?? "0";
+  document.body.dataset.round = String(view.round ?? 1);
   renderPlayers(view);
   if (TRAIN_GAMES.has(game)) renderTrains(view);
   else renderLine(view);
