@@ -48,6 +48,7 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	./scripts/install-redis
 	./scripts/install-node
+	./scripts/install-chromium
 	$(BIN)/pytest -n 2 --doctest-modules engine tests clients/python/railyard_client
 
 ## bench: the engine benchmark (ratios against a baseline measured in the same run)

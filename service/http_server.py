@@ -39,7 +39,7 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as ASGIMessage
 
-from service import docs, errors, jsonwire, openapi, telemetry
+from service import docs, errors, jsonwire, openapi, telemetry, web
 from service.api import game_service_pb2 as pb
 from service.app import Caller, GameApp
 from service.errors import ServiceError
@@ -982,6 +982,7 @@ def create_http_app(app: GameApp) -> FastAPI:
     api.include_router(games)
     api.include_router(rulesets)
     api.include_router(health)
+    api.include_router(web.router)  # the table at /, after every API route
     api.add_exception_handler(ServiceError, _on_service_error)
     api.add_exception_handler(ClientGoneError, _on_client_gone)
     api.add_exception_handler(StarletteHTTPException, _on_http_error)

@@ -1,0 +1,809 @@
+// The Railyard web table: create a game, play it (pass-and-play on one screen
+// or one seat per browser through a per-seat link), watch it live over SSE
+// (WatchGame), and verify the deals at the end. Plain ES modules, no build.
+//
+// A seat's token lives in the URL fragment (#game=ID&seat=S&token=T), which
+// browsers never send to the server, or, for a pass-and-play table, in this
+// browser's localStorage. The page only ever asks for the views of the seats
+// it holds a token for, so no other seat's tile reaches it.
+
+import { verifyDeals } from "/web/verify.js";
+
+const $ = (id) => document.getElementById(id);
+const BOT_LEVELS = ["BOT_LEVEL_RANDOM", "BOT_LEVEL_GREEDY", "BOT_LEVEL_EXPERT"];
+const GAME_NAMES = {
+  GAME_MEXICAN_TRAIN: "Mexican Train",
+  GAME_BLOCK: "Block",
+  GAME_DRAW: "Draw",
+  GAME_ALL_FIVES: "All Fives",
+  GAME_BERGEN: "Bergen",
+  GAME_MATADOR: "Matador",
+  GAME_CHICKEN_FOOT: "Chicken Foot",
+};
+const TRAIN_GAMES = new Set(["GAME_MEXICAN_TRAIN", "GAME_CHICKEN_FOOT"]);
+
+const state = {
+  gameId: null,
+  tokens: {}, // seat -> token, the seats this page plays
+  activeSeat: null, // whose hand is shown
+  revealed: false, // pass-and-play: the active seat pressed "show my hand"
+  view: null,
+  legal: [],
+  legalVersion: null,
+  selected: null, // "a-b" of the chosen hand tile
+  busy: false,
+  events: [],
+  knownSha: null,
+  watch: null,
+  refreshTimer: null,
+  stopped: false,
+};
+
+// ------------------------------------------------------------------ HTTP
+
+class ApiError extends Error {
+  constructor(status, body) {
+    const info = (body?.details ?? []).find((d) => d.reason) ?? {};
+    super(body?.message ?? `HTTP ${status}`);
+    this.status = status;
+    this.reason = info.reason ?? "";
+    this.rule = info.metadata?.rule ?? "";
+  }
+}
+
+async function api(method, path, { token, body } = {}) {
+  const headers = { accept: "application/json" };
+  if (token) headers.authorization = `Bearer ${token}`;
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const response = await fetch(path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    cache: "no-store",
+  });
+  const text = await response.text();
+  const data = text ? JSON.parse(text) : {};
+  if (!response.ok) throw new ApiError(response.status, data);
+  return data;
+}
+
+const gamePath = (suffix = "") => `/v1/games/${encodeURIComponent(state.gameId)}${suffix}`;
+const tokenOf = (seat) => (seat === null || seat === undefined ? null : state.tokens[seat] ?? null);
+
+// ------------------------------------------------------------------ tiles
+
+const tileKey = (t) => {
+  const a = t?.a ?? 0;
+  const b = t?.b ?? 0;
+  return a <= b ? `${a}-${b}` : `${b}-${a}`;
+};
+
+function tileElement(t, tag = "span") {
+  const el = document.createElement(tag);
+  const a = t?.a ?? 0;
+  const b = t?.b ?? 0;
+  el.className = "tile" + (a === b ? " double" : "");
+  el.dataset.tile = tileKey(t);
+  el.setAttribute("aria-label", `${a}-${b}`);
+  for (const v of [a, b]) {
+    const half = document.createElement("span");
+    half.className = "half";
+    half.textContent = String(v);
+    el.append(half);
+  }
+  return el;
+}
+
+function refKey(ref) {
+  if (!ref) return "?";
+  const end = ref.end ?? 0;
+  if (ref.line !== undefined) return `l.${end}`;
+  if (ref.mexican !== undefined) return `m${ref.mexican}.${end}`;
+  return `p${ref.seat ?? 0}.${end}`;
+}
+
+// ------------------------------------------------------------------ setup
+
+async function showSetup() {
+  $("setup").hidden = false;
+  $("table").hidden = true;
+  $("status-line").textContent = "";
+  const select = $("preset");
+  try {
+    const { rulesets = [] } = await api("GET", "/v1/rulesets");
+    select.replaceChildren();
+    for (const r of rulesets) {
+      const option = document.createElement("option");
+      const game = r.game ?? "GAME_MEXICAN_TRAIN";
+      option.value = r.preset;
+      option.dataset.game = game;
+      option.dataset.rules = JSON.stringify(r);
+      option.textContent = `${GAME_NAMES[game] ?? game} — ${r.preset}`;
+      select.append(option);
+    }
+  } catch (error) {
+    showError(error);
+  }
+  select.onchange = describePreset;
+  describePreset();
+  if ($("seats").children.length === 0) {
+    addSeat("You", "");
+    addSeat("Bot 1", "BOT_LEVEL_GREEDY");
+  }
+  $("add-seat").onclick = () => addSeat(`Bot ${$("seats").children.length}`, "BOT_LEVEL_GREEDY");
+  $("setup-form").onsubmit = (e) => {
+    e.preventDefault();
+    createTable();
+  };
+}
+
+function describePreset() {
+  const option = $("preset").selectedOptions[0];
+  if (!option) return;
+  const rules = JSON.parse(option.dataset.rules);
+  const parts = [];
+  if (rules.setMax) parts.push(`double-${rules.setMax}`);
+  if (rules.rounds) parts.push(`${rules.rounds} rounds`);
+  if (rules.targetScore) parts.push(`to ${rules.targetScore} points`);
+  if (rules.teams) parts.push("two teams of two (4 seats)");
+  $("preset-note").textContent = parts.join(", ");
+  const trains = TRAIN_GAMES.has(option.dataset.game);
+  $("rounds").disabled = !trains;
+  $("target").disabled = trains;
+}
+
+function addSeat(name, bot) {
+  const li = document.createElement("li");
+  li.className = "seat-row";
+  const input = document.createElement("input");
+  input.className = "seat-name";
+  input.value = name;
+  input.maxLength = 40;
+  input.setAttribute("aria-label", "name");
+  const kind = document.createElement("select");
+  kind.className = "seat-kind";
+  kind.setAttribute("aria-label", "person or bot");
+  for (const [value, label] of [["", "person"], ...BOT_LEVELS.map((l) => [l, `bot: ${l.slice(10).toLowerCase()}`])]) {
+    const option = document.createElement("option");
+    option.value = value;
+    option.textContent = label;
+    kind.append(option);
+  }
+  kind.value = bot;
+  const remove = document.createElement("button");
+  remove.type = "button";
+  remove.textContent = "✕";
+  remove.setAttribute("aria-label", "remove seat");
+  remove.onclick = () => li.remove();
+  li.append(input, kind, remove);
+  $("seats").append(li);
+}
+
+async function createTable() {
+  const option = $("preset").selectedOptions[0];
+  const ruleset = { preset: option.value };
+  const rounds = $("rounds").value.trim();
+  const target = $("target").value.trim();
+  if (rounds && !$("rounds").disabled) ruleset.rounds = Number(rounds);
+  if (target && !$("target").disabled) ruleset.targetScore = Number(target);
+  const players = [...document.querySelectorAll(".seat-row")].map((li) => {
+    const player = { displayName: li.querySelector(".seat-name").value.trim() || "Player" };
+    const bot = li.querySelector(".seat-kind").value;
+    if (bot) player.bot = bot;
+    return player;
+  });
+  const body = { ruleset, players, requestId: crypto.randomUUID() };
+  const seed = $("seed").value;
+  if (seed) body.seed = seed;
+  $("create").disabled = true;
+  try {
+    const created = await api("POST", "/v1/games", { body });
+    const seats = created.seats ?? [];
+    const tokens = Object.fromEntries(seats.map((s) => [s.seat ?? 0, s.token]));
+    const gameId = created.game.gameId;
+    remember(gameId, { tokens, seedSha256: created.game.seedSha256 });
+    if (seats.length === 1) {
+      location.hash = fragment(gameId, seats[0].seat ?? 0, seats[0].token);
+    } else {
+      location.hash = `game=${encodeURIComponent(gameId)}`;
+    }
+  } catch (error) {
+    showError(error);
+  } finally {
+    $("create").disabled = false;
+  }
+}
+
+const fragment = (gameId, seat, token) =>
+  `game=${encodeURIComponent(gameId)}&seat=${seat}&token=${encodeURIComponent(token)}`;
+
+function remember(gameId, data) {
+  try {
+    const old = JSON.parse(localStorage.getItem(`railyard:${gameId}`) ?? "{}");
+    localStorage.setItem(`railyard:${gameId}`, JSON.stringify({ ...old, ...data }));
+  } catch {
+    // private mode: the fragment still carries a single seat's token
+  }
+}
+
+function recall(gameId) {
+  try {
+    return JSON.parse(localStorage.getItem(`railyard:${gameId}`) ?? "{}");
+  } catch {
+    return {};
+  }
+}
+
+// ------------------------------------------------------------------ the table
+
+async function openTable(params) {
+  stopWatching();
+  Object.assign(state, {
+    gameId: params.get("game"),
+    tokens: {},
+    activeSeat: null,
+    revealed: false,
+    view: null,
+    legal: [],
+    selected: null,
+    events: [],
+  });
+  const saved = recall(state.gameId);
+  if (params.has("token")) {
+    state.tokens = { [Number(params.get("seat") ?? 0)]: params.get("token") };
+  } else {
+    state.tokens = Object.fromEntries(Object.entries(saved.tokens ?? {}).map(([k, v]) => [Number(k), v]));
+  }
+  state.knownSha = saved.seedSha256 ?? null;
+  $("setup").hidden = true;
+  $("table").hidden = false;
+  $("ending").hidden = true;
+  $("verify-result").textContent = "";
+  $("events").replaceChildren();
+  renderLinks();
+  const seats = Object.keys(state.tokens).map(Number);
+  state.activeSeat = seats.length ? seats[0] : null;
+  state.revealed = seats.length <= 1;
+  await refresh();
+  watch();
+}
+
+function renderLinks() {
+  const seats = Object.entries(state.tokens);
+  const list = $("link-list");
+  list.replaceChildren();
+  $("links").hidden = seats.length < 2;
+  for (const [seat, token] of seats) {
+    const li = document.createElement("li");
+    const a = document.createElement("a");
+    a.href = `${location.origin}/#${fragment(state.gameId, seat, token)}`;
+    a.textContent = `seat ${seat}`;
+    a.target = "_blank";
+    a.rel = "noopener";
+    li.append(a);
+    list.append(li);
+  }
+}
+
+/** GetGame and ListLegalMoves for the active seat, then a render. */
+async function refresh() {
+  clearTimeout(state.refreshTimer);
+  state.refreshTimer = null;
+  const token = state.revealed ? tokenOf(state.activeSeat) : null;
+  try {
+    const view = await api("GET", gamePath(), { token });
+    if (state.busy) return; // a move is under way: its answer renders
+    let legal = [];
+    let legalVersion = view.version ?? "0";
+    if (token && view.status !== "GAME_STATUS_FINISHED" && (view.currentSeat ?? 0) === state.activeSeat) {
+      const answer = await api("GET", gamePath("/legal-moves"), { token });
+      legal = answer.moves ?? [];
+      legalVersion = answer.version ?? "0";
+    }
+    setView(view, legal, legalVersion);
+  } catch (error) {
+    showError(error);
+  }
+}
+
+function setView(view, legal, legalVersion) {
+  // A refresh that was under way while a move went through answers late: keep the newer.
+  if (state.view && Number(view.version ?? 0) < Number(state.view.version ?? 0)) return;
+  if (!state.knownSha && view.seedSha256) {
+    state.knownSha = view.seedSha256;
+    remember(state.gameId, { seedSha256: view.seedSha256 });
+  }
+  state.view = view;
+  state.legal = legal;
+  state.legalVersion = legalVersion;
+  if (state.selected && !legal.some((m) => m.move.play && tileKey(m.move.play.tile) === state.selected)) {
+    state.selected = null;
+  }
+  // Pass-and-play: hand the screen over when another of our people is to move.
+  const current = view.currentSeat ?? 0;
+  const seats = Object.keys(state.tokens).map(Number);
+  if (seats.length > 1 && view.status !== "GAME_STATUS_FINISHED" && seats.includes(current) && current !== state.activeSeat) {
+    state.activeSeat = current;
+    state.revealed = false;
+    state.legal = [];
+  }
+  render();
+  if (seats.length > 1 && !state.revealed && view.status !== "GAME_STATUS_FINISHED") {
+    // The view we hold is a spectator's; the hand is asked for once shown.
+  }
+}
+
+function scheduleRefresh() {
+  if (state.refreshTimer || state.busy) return;
+  state.refreshTimer = setTimeout(refresh, 60);
+}
+
+// ------------------------------------------------------------------ render
+
+function render() {
+  const view = state.view;
+  if (!view) return;
+  const game = view.ruleset?.game ?? "GAME_MEXICAN_TRAIN";
+  const finished = view.status === "GAME_STATUS_FINISHED";
+  const rounds = view.roundsTotal ? `round ${view.round ?? 1} of ${view.roundsTotal}` : `hand ${view.round ?? 1}` + (view.targetScore ? `, to ${view.targetScore}` : "");
+  $("status-line").textContent = `${GAME_NAMES[game] ?? game} · ${rounds} · boneyard ${view.boneyardCount ?? 0} · v${view.version ?? 0}`;
+  document.body.dataset.status = finished ? "finished" : "playing";
+  document.body.dataset.version = view.version ?? "0";
+  document.body.dataset.round = String(view.round ?? 1);
+  renderPlayers(view);
+  if (TRAIN_GAMES.has(game)) renderTrains(view);
+  else renderLine(view);
+  renderHand(view);
+  renderScores(view);
+  renderEnding(view);
+}
+
+function renderPlayers(view) {
+  const box = $("players");
+  box.replaceChildren();
+  for (const [i, p] of (view.players ?? []).entries()) {
+    const seat = p.seat ?? i;
+    const card = document.createElement("div");
+    card.className = "player";
+    card.dataset.seat = seat;
+    if (seat === (view.currentSeat ?? 0) && view.status !== "GAME_STATUS_FINISHED") card.classList.add("current");
+    if (seat === view.viewerSeat || (view.viewerSeat === undefined && seat === 0 && "hand" in view)) card.classList.add("me");
+    const name = document.createElement("strong");
+    name.textContent = p.displayName || `Seat ${seat}`;
+    const meta = document.createElement("span");
+    const bot = p.bot ? ` · bot ${p.bot.slice(10).toLowerCase()}` : "";
+    meta.textContent = ` ${p.handCount ?? 0} tiles · ${p.score ?? 0} pts${p.marker ? " · marker out" : ""}${bot}`;
+    card.append(name, meta);
+    box.append(card);
+  }
+  if (view.teams?.length) {
+    const teams = document.createElement("div");
+    teams.className = "teams";
+    teams.textContent = view.teams.map((t, i) => `team ${i}: seats ${(t.seats ?? [0]).join("+")} · ${t.score ?? 0} pts`).join("  |  ");
+    box.append(teams);
+  }
+}
+
+/** The legal plays of the selected tile, by target key. */
+function targetsOfSelected() {
+  const byTarget = new Map();
+  if (!state.selected) return byTarget;
+  for (const m of state.legal) {
+    const play = m.move.play;
+    if (!play || tileKey(play.tile) !== state.selected) continue;
+    const k = refKey(play.train);
+    if (!byTarget.has(k)) byTarget.set(k, []);
+    byTarget.get(k).push(m);
+  }
+  return byTarget;
+}
+
+function targetButtons(moves, label) {
+  return moves.map((m) => {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "target";
+    button.dataset.notation = m.notation;
+    button.textContent = moves.length > 1 || label === undefined ? m.notation : label;
+    button.title = m.notation;
+    button.onclick = () => play(m);
+    return button;
+  });
+}
+
+function renderTrains(view) {
+  const board = $("board");
+  board.replaceChildren();
+  const targets = targetsOfSelected();
+  const used = new Set();
+  const engine = document.createElement("div");
+  engine.className = "station";
+  engine.append("Engine ", tileElement(view.engine ?? { a: 0, b: 0 }));
+  board.append(engine);
+  const names = new Map((view.players ?? []).map((p, i) => [p.seat ?? i, p.displayName || `Seat ${p.seat ?? i}`]));
+  for (const train of view.trains ?? []) {
+    const ref = train.ref ?? {};
+    const base = ref.mexican !== undefined ? `m${ref.mexican}` : `p${ref.seat ?? 0}`;
+    const row = document.createElement("div");
+    row.className = "train";
+    row.dataset.train = base;
+    if (train.marker) row.classList.add("marked");
+    const title = document.createElement("div");
+    title.className = "train-name";
+    const game = view.ruleset?.game;
+    title.textContent =
+      ref.mexican !== undefined
+        ? game === "GAME_CHICKEN_FOOT"
+          ? `Line ${ref.mexican + 1}`
+          : `Mexican train${(view.trains ?? []).filter((t) => t.ref?.mexican !== undefined).length > 1 ? ` ${ref.mexican}` : ""}`
+        : `${(ref.seat ?? 0) === state.activeSeat ? "Your" : `${names.get(ref.seat ?? 0)}'s`} train${train.marker ? " (open to all)" : ""}`;
+    row.append(title);
+    const branches = train.branches?.length ? train.branches : [{ end: 0, tiles: train.tiles ?? [], openEnd: (train.openEnds ?? [])[0] }];
+    for (const branch of branches) {
+      const end = branch.end ?? 0;
+      const line = document.createElement("div");
+      line.className = "branch";
+      line.dataset.target = `${base}.${end}`;
+      if (train.branches?.length) {
+        const label = document.createElement("span");
+        label.className = "branch-name";
+        label.textContent = end === 0 ? "trunk" : `branch ${end} (from ${branch.parentEnd ?? 0})`;
+        line.append(label);
+      }
+      for (const t of branch.tiles ?? []) line.append(tileElement(t));
+      const k = `${base}.${end}`;
+      if (targets.has(k)) {
+        line.append(...targetButtons(targets.get(k), "▶ here"));
+        used.add(k);
+      }
+      row.append(line);
+    }
+    board.append(row);
+  }
+  for (const d of view.openDoubles ?? []) {
+    const note = document.createElement("div");
+    note.className = "note";
+    note.textContent = `open double ${d.value ?? 0}-${d.value ?? 0} on ${refKey(d.train).split(".")[0]}`;
+    board.append(note);
+  }
+  renderLeftoverTargets(targets, used);
+}
+
+function renderLine(view) {
+  const board = $("board");
+  board.replaceChildren();
+  const targets = targetsOfSelected();
+  const used = new Set();
+  const row = document.createElement("div");
+  row.className = "line";
+  row.dataset.train = "l";
+  const slot = (end) => {
+    const box = document.createElement("span");
+    box.className = "line-end";
+    box.dataset.target = `l.${end}`;
+    const k = `l.${end}`;
+    if (targets.has(k)) {
+      box.append(...targetButtons(targets.get(k), end === 0 ? "◀ here" : "here ▶"));
+      used.add(k);
+    }
+    return box;
+  };
+  row.append(slot(0));
+  const tiles = view.line?.tiles ?? [];
+  if (tiles.length === 0) {
+    const empty = document.createElement("span");
+    empty.className = "note";
+    empty.textContent = "no tile played yet";
+    row.append(empty);
+  }
+  for (const t of tiles) row.append(tileElement(t));
+  row.append(slot(1));
+  board.append(row);
+  const ends = view.line?.openEnds ?? [];
+  if (ends.length) {
+    const note = document.createElement("div");
+    note.className = "note";
+    note.textContent = `open ends ${ends[0] ?? 0} and ${ends[1] ?? 0}`;
+    board.append(note);
+  }
+  renderLeftoverTargets(targets, used);
+}
+
+function renderLeftoverTargets(targets, used) {
+  const box = $("other-moves");
+  box.replaceChildren();
+  for (const [k, moves] of targets) if (!used.has(k)) box.append(...targetButtons(moves));
+}
+
+function renderHand(view) {
+  const hand = $("hand");
+  const actions = $("actions");
+  hand.replaceChildren();
+  actions.replaceChildren();
+  const finished = view.status === "GAME_STATUS_FINISHED";
+  const seats = Object.keys(state.tokens).map(Number);
+  const current = view.currentSeat ?? 0;
+  const names = (view.players ?? []).map((p, i) => p.displayName || `Seat ${p.seat ?? i}`);
+  // Pass-and-play cover: the next person shows their own hand.
+  const covered = seats.length > 1 && !state.revealed && !finished;
+  $("cover").hidden = !covered;
+  if (covered) {
+    $("cover-text").textContent = `Pass the screen to ${names[state.activeSeat]}.`;
+    $("cover-show").textContent = `I am ${names[state.activeSeat]}: show my hand`;
+    $("cover-show").onclick = () => {
+      state.revealed = true;
+      refresh();
+    };
+  }
+  $("hand-area").hidden = seats.length === 0 || covered;
+  $("hand-title").textContent =
+    seats.length > 1 && state.activeSeat !== null ? `${names[state.activeSeat]}'s hand` : "Your hand";
+  const myTurn = !finished && state.activeSeat === current && state.legal.length > 0;
+  $("turn-line").textContent = finished
+    ? ""
+    : myTurn
+      ? "Your turn: pick a tile, then where it goes."
+      : `Waiting for ${names[current] ?? `seat ${current}`}…`;
+  if (view.turn?.owesTile && myTurn) $("turn-line").textContent += " A double is open: answer it.";
+  const playable = new Set(state.legal.filter((m) => m.move.play).map((m) => tileKey(m.move.play.tile)));
+  // Covered: the previous person's hand is not even put in the page.
+  for (const t of covered ? [] : view.hand ?? []) {
+    const button = tileElement(t, "button");
+    button.type = "button";
+    button.classList.add("hand-tile");
+    const k = tileKey(t);
+    if (playable.has(k)) button.classList.add("playable");
+    if (k === state.selected) button.classList.add("selected");
+    button.disabled = !playable.has(k) || state.busy;
+    button.onclick = () => {
+      state.selected = state.selected === k ? null : k;
+      render();
+    };
+    hand.append(button);
+  }
+  for (const m of state.legal) {
+    const kind = Object.keys(m.move)[0];
+    if (kind === "play") continue;
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "action";
+    button.dataset.action = kind;
+    button.textContent = { draw: "Draw", pass: "Pass", endTurn: "End turn" }[kind] ?? m.notation;
+    button.disabled = state.busy;
+    button.onclick = () => play(m);
+    actions.append(button);
+  }
+}
+
+function renderScores(view) {
+  const box = $("scores");
+  box.replaceChildren();
+  const players = view.players ?? [];
+  const rounds = Math.max(0, ...players.map((p) => (p.roundScores ?? []).length));
+  if (rounds === 0) return;
+  const table = document.createElement("table");
+  table.className = "score-table";
+  const head = table.createTHead().insertRow();
+  for (const text of ["", ...Array.from({ length: rounds }, (_, i) => `${i + 1}`), "total"]) {
+    const th = document.createElement("th");
+    th.textContent = text;
+    head.append(th);
+  }
+  const body = table.createTBody();
+  for (const [i, p] of players.entries()) {
+    const row = body.insertRow();
+    row.insertCell().textContent = p.displayName || `Seat ${p.seat ?? i}`;
+    for (let r = 0; r < rounds; r++) row.insertCell().textContent = String((p.roundScores ?? [])[r] ?? "");
+    row.insertCell().textContent = String(p.score ?? 0);
+  }
+  const title = document.createElement("h2");
+  title.textContent = "Scores";
+  box.append(title, table);
+}
+
+function renderEnding(view) {
+  const finished = view.status === "GAME_STATUS_FINISHED";
+  $("ending").hidden = !finished;
+  if (!finished) return;
+  const names = (view.players ?? []).map((p, i) => p.displayName || `Seat ${p.seat ?? i}`);
+  const winners = (view.winners ?? []).map((s) => names[s]);
+  $("winners").textContent = winners.length ? `Winner: ${winners.join(" and ")}` : "No winner";
+  $("seed-shown").textContent = view.seed ?? "";
+  $("sha-shown").textContent = view.seedSha256 ?? "";
+  if (view.seedFromCaller) $("sha-shown").textContent += " (the seed was chosen by the table's creator)";
+  $("verify").onclick = verify;
+}
+
+// ------------------------------------------------------------------ moves
+
+async function play(legalMove) {
+  if (state.busy) return;
+  state.busy = true;
+  hideError();
+  const token = tokenOf(state.activeSeat);
+  try {
+    const answer = await api("POST", gamePath("/moves"), {
+      token,
+      body: { move: legalMove.move, expectedVersion: state.legalVersion, requestId: crypto.randomUUID() },
+    });
+    state.selected = null;
+    for (const e of answer.events ?? []) addEvent(e);
+    state.busy = false;
+    const view = answer.game;
+    let legal = [];
+    let version = view.version ?? "0";
+    if (view.status !== "GAME_STATUS_FINISHED" && (view.currentSeat ?? 0) === state.activeSeat) {
+      const moves = await api("GET", gamePath("/legal-moves"), { token });
+      legal = moves.moves ?? [];
+      version = moves.version ?? "0";
+    }
+    setView(view, legal, version);
+  } catch (error) {
+    state.busy = false;
+    state.selected = null; // choose again, on the game as it is now
+    showError(error);
+    await refresh();
+  }
+}
+
+function showError(error) {
+  const box = $("error");
+  box.hidden = false;
+  box.replaceChildren();
+  const reason = document.createElement("strong");
+  reason.textContent = error.reason || "error";
+  box.append(reason);
+  if (error.rule) {
+    const rule = document.createElement("span");
+    rule.className = "rule";
+    rule.textContent = ` [${error.rule}]`;
+    box.append(rule);
+  }
+  box.append(`: ${error.message}`);
+}
+
+function hideError() {
+  $("error").hidden = true;
+}
+
+// ------------------------------------------------------------------ events (SSE)
+
+function describe(e) {
+  const kind = Object.keys(e).find((k) => k !== "version");
+  const b = e[kind] ?? {};
+  const name = (s) => state.view?.players?.[s ?? 0]?.displayName || `seat ${s ?? 0}`;
+  switch (kind) {
+    case "tilePlayed":
+      return `${name(b.seat)} played ${b.tile?.a ?? 0}-${b.tile?.b ?? 0} on ${refKey(b.train)}`;
+    case "tileDrawn":
+      return `${name(b.seat)} drew${b.tile ? ` ${b.tile.a ?? 0}-${b.tile.b ?? 0}` : " a tile"}`;
+    case "passed":
+      return `${name(b.seat)} passed`;
+    case "markerPlaced":
+      return `${name(b.seat)}'s train is open to all`;
+    case "markerRemoved":
+      return `${name(b.seat)}'s train is closed again`;
+    case "doubleSatisfied":
+      return `the double ${b.value ?? 0} is answered`;
+    case "turnStarted":
+      return `${name(b.seat)}'s turn`;
+    case "roundStarted":
+      return `round ${b.round ?? 0} starts${b.engine ? ` (engine ${b.engine.a ?? 0}-${b.engine.b ?? 0})` : ""}, ${name(b.starter)} first`;
+    case "roundEnded":
+      return `round ${b.round ?? 0} ends (${(b.reason ?? "").replace("ROUND_END_REASON_", "").toLowerCase()}): ${(b.scores ?? []).join(" / ")}`;
+    case "pointsScored":
+      return `${name(b.seat)} scores ${b.points ?? 0} (${(b.reason ?? "").replace("POINTS_REASON_", "").toLowerCase()})`;
+    case "gameEnded":
+      return `game over: ${(b.totals ?? []).join(" / ")}`;
+    default:
+      return kind;
+  }
+}
+
+function addEvent(e) {
+  const version = Number(e.version ?? 0);
+  if (state.events.some((x) => x.version === version && x.text === describe(e))) return;
+  const text = describe(e);
+  state.events.push({ version, text });
+  const li = document.createElement("li");
+  li.textContent = `v${version} ${text}`;
+  $("events").prepend(li);
+  while ($("events").children.length > 200) $("events").lastChild.remove();
+}
+
+function stopWatching() {
+  if (state.watch) state.watch.abort();
+  state.watch = null;
+}
+
+/** WatchGame over SSE with fetch (EventSource cannot send a bearer token). */
+async function watch() {
+  const controller = new AbortController();
+  state.watch = controller;
+  const seats = Object.keys(state.tokens).map(Number);
+  // One seat: its own stream (its draws show their tile); pass-and-play: a spectator's.
+  const token = seats.length === 1 ? state.tokens[seats[0]] : null;
+  let after = null;
+  let ended = false;
+  while (!controller.signal.aborted && !ended) {
+    try {
+      const query = after === null ? "" : `?afterVersion=${after}`;
+      const headers = { accept: "text/event-stream" };
+      if (token) headers.authorization = `Bearer ${token}`;
+      const response = await fetch(gamePath(`/events${query}`), { headers, signal: controller.signal, cache: "no-store" });
+      if (!response.ok) throw new ApiError(response.status, await response.json().catch(() => ({})));
+      const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffer = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += value;
+        let cut;
+        while ((cut = buffer.indexOf("\n\n")) >= 0) {
+          const block = buffer.slice(0, cut);
+          buffer = buffer.slice(cut + 2);
+          const data = block
+            .split("\n")
+            .filter((l) => l.startsWith("data:"))
+            .map((l) => l.slice(5).trimStart())
+            .join("\n");
+          if (!data) continue;
+          const event = JSON.parse(data);
+          after = event.version ?? "0";
+          if (event.snapshot) {
+            if (!state.view || Number(event.snapshot.version ?? 0) > Number(state.view.version ?? 0)) scheduleRefresh();
+            continue;
+          }
+          addEvent(event);
+          if (event.gameEnded) ended = true;
+          if (!state.view || Number(event.version ?? 0) > Number(state.view.version ?? 0)) scheduleRefresh();
+        }
+      }
+    } catch (error) {
+      if (controller.signal.aborted) return;
+      if (error instanceof ApiError && error.status < 500 && error.status !== 429) {
+        showError(error);
+        return;
+      }
+    }
+    if (!ended && !controller.signal.aborted) await new Promise((r) => setTimeout(r, 1000));
+  }
+  if (ended) scheduleRefresh();
+}
+
+// ------------------------------------------------------------------ verify
+
+async function verify() {
+  const out = $("verify-result");
+  out.className = "";
+  out.textContent = "verifying…";
+  try {
+    const log = await api("GET", gamePath("/log"));
+    const result = await verifyDeals(log, state.view, state.knownSha);
+    if (result.ok) {
+      out.className = "verified";
+      out.textContent = `verified: ${result.rounds} deal${result.rounds === 1 ? "" : "s"} recomputed from the seed match the log and the seed's SHA-256`;
+    } else {
+      out.className = "mismatch";
+      out.textContent = `mismatch: ${result.problems.join("; ")}`;
+    }
+  } catch (error) {
+    out.className = "mismatch";
+    out.textContent = `could not verify: ${error.message}`;
+  }
+}
+
+// ------------------------------------------------------------------ start
+
+function route() {
+  hideError();
+  const params = new URLSearchParams(location.hash.slice(1));
+  if (params.get("game")) openTable(params);
+  else {
+    stopWatching();
+    showSetup();
+  }
+}
+
+window.addEventListener("hashchange", route);
+route();

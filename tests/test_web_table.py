@@ -1,0 +1,590 @@
+"""The web table (service/web/) in a real headless Chromium, on a real service.
+
+The service runs as a replica would (GameApp over RedisStore, HTTP served by
+uvicorn on a free loopback port, in a thread of its own); Chromium is
+Debian's, installed by ``scripts/install-chromium`` (``make unit`` runs it)
+and driven by Playwright through ``executable_path``: Playwright's own
+browser downloads are never used. Without Chromium these tests fail rather
+than skip.
+
+A person creates a table against bots, plays the whole game by clicking a
+tile then a target (or Draw / Pass / End turn), and presses "Verify the
+deals". Meanwhile every answer the page received (fetch bodies, SSE events
+included, captured inside the page, and the JSON answers seen on the network)
+and every tile the page showed outside the board are checked against the
+deals recomputed from the seed at the end: no tile another seat held ever
+reaches the page. Screenshots of the table mid-game and at the end are saved
+under ``tests/artifacts/web-table/`` (git-ignored); the test prints where.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import engine
+from engine.shuffle import shuffle
+from service.app import GameApp
+from service.settings import Settings
+from service.store.redis import RedisStore
+from tests.test_service_e2e import http_server
+
+playwright_sync = pytest.importorskip("playwright.sync_api")  # a dev dependency: always there
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "tests" / "artifacts" / "web-table"
+MAX_MOVES = 400
+TIMEOUT_MS = 60_000  # generous: CI's two cores run the rest of the suite beside it
+
+#: Injected before the page's own scripts: keeps a copy of every fetch answer
+#: the page reads (an SSE stream chunk by chunk), so the test sees exactly what
+#: reached the page.
+CAPTURE_FETCH = """
+(() => {
+  window.__received = [];
+  const original = window.fetch;
+  window.fetch = async (...args) => {
+    const response = await original(...args);
+    const record = { url: String(args[0]), body: "" };
+    window.__received.push(record);
+    if (response.body) {
+      const reader = response.clone().body.pipeThrough(new TextDecoderStream()).getReader();
+      (async () => {
+        try {
+          for (;;) {
+            const { value, done } = await reader.read();
+            if (done) break;
+            record.body += value;
+          }
+        } catch (e) {}
+      })();
+    }
+    return response;
+  };
+})();
+"""
+
+
+def chromium() -> str:
+    path = os.environ.get("RAILYARD_CHROMIUM") or next(
+        filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None
+    )
+    assert path, "chromium is not installed: run ./scripts/install-chromium (or `make unit`)"
+    return path
+
+
+@contextlib.contextmanager
+def service(redis_url: str) -> Iterator[str]:
+    """The HTTP service on Redis, served from a thread with its own event loop
+    (Playwright's sync API wants the main thread without one)."""
+    ready: list[str] = []
+    failed: list[BaseException] = []
+    started = threading.Event()
+    loop_box: list[asyncio.AbstractEventLoop] = []
+    stop_box: list[asyncio.Event] = []
+
+    async def main() -> None:
+        store = RedisStore(redis_url)
+        app = GameApp(store, Settings(rate_limit=0, bot_processes=0))
+        stop = asyncio.Event()
+        loop_box.append(asyncio.get_running_loop())
+        stop_box.append(stop)
+        try:
+            async with http_server(app) as url:
+                ready.append(url)
+                started.set()
+                await stop.wait()
+        finally:
+            app.close()
+            await store.close()
+
+    def thread_main() -> None:
+        try:
+            asyncio.run(main())
+        except BaseException as exc:
+            failed.append(exc)
+        finally:
+            started.set()
+
+    thread = threading.Thread(target=thread_main, name="web-table-service", daemon=True)
+    thread.start()
+    started.wait(30)
+    if failed or not ready:
+        raise RuntimeError(f"the service did not start: {failed}")
+    try:
+        yield ready[0]
+    finally:
+        loop_box[0].call_soon_threadsafe(stop_box[0].set)
+        thread.join(15)
+
+
+@contextlib.contextmanager
+def browser_page() -> Iterator[tuple[Any, list[tuple[str, str]]]]:
+    """A phone-sized page in headless Chromium, and the JSON answers it got."""
+    network: list[tuple[str, str]] = []
+    with playwright_sync.sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=chromium(),
+            headless=True,
+            # As root (CI) Chromium will not start with its sandbox.
+            args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
+        )
+        try:
+            context = browser.new_context(viewport={"width": 412, "height": 915})
+            page = context.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            page.add_init_script(CAPTURE_FETCH)
+            page_errors: list[str] = []
+            page.on("pageerror", lambda exc: page_errors.append(str(exc)))
+
+            def on_response(response: Any) -> None:
+                kind = response.headers.get("content-type", "")
+                if "/v1/" in response.url and kind.startswith("application/json"):
+                    # (suppressed: the page may have navigated away meanwhile)
+                    with contextlib.suppress(Exception):
+                        network.append((response.url, response.text()))
+
+            page.on("response", on_response)
+            yield page, network
+            assert not page_errors, page_errors
+        finally:
+            browser.close()
+
+
+# ------------------------------------------------------------------ what the page may know
+
+
+def tile_key(tile: dict[str, Any]) -> str:
+    a, b = tile.get("a", 0), tile.get("b", 0)
+    return f"{min(a, b)}-{max(a, b)}"
+
+
+def others_held(log: dict[str, Any], players: int, me: int) -> dict[int, set[str]]:
+    """By round: every tile a seat other than ``me`` was dealt or drew,
+    recomputed from the revealed seed (API.md's shuffle and dealing)."""
+    rules = log["ruleset"]
+    game = rules.get("game", "GAME_MEXICAN_TRAIN")
+    trains = game in ("GAME_MEXICAN_TRAIN", "GAME_CHICKEN_FOOT")
+    set_max = rules["setMax"]
+    hand = rules["handSize"]
+    set_aside = rules.get("enginePlacement") != "ENGINE_PLACEMENT_HOLDER_PLAYS"
+    first = rules.get("firstEngine", set_max)
+    canon = [f"{a}-{b}" for a in range(set_max + 1) for b in range(a, set_max + 1)]
+    held: dict[int, set[str]] = {}
+    boneyard: list[str] = []
+    round_no = 0
+    pending = True
+    for event in log["events"]:
+        if "gameEnded" in event:
+            continue
+        if pending:
+            round_no += 1
+            value = first - (round_no - 1)
+            tiles = [t for t in canon if not (trains and set_aside and t == f"{value}-{value}")]
+            shuffle(log["seed"], f"round:{round_no}:deal", tiles)
+            held[round_no] = set()
+            for seat in range(players):
+                if seat != me:
+                    held[round_no].update(tiles[seat * hand : (seat + 1) * hand])
+            boneyard = tiles[players * hand :]
+            pending = False
+        if "tileDrawn" in event:
+            tile = boneyard.pop(0)
+            if event["tileDrawn"].get("seat", 0) != me:
+                held[round_no].add(tile)
+        if "roundEnded" in event:
+            pending = True
+    return held
+
+
+def hands_in(
+    value: Any, me: int, found: list[tuple[int, str]], problems: list[str], round_no: int = 0
+) -> None:
+    """Collects (round, tile) for every tile of a view's ``hand`` in a decoded
+    answer; a hand in a view for another seat, or another seat's drawn tile,
+    is a problem at once."""
+    if isinstance(value, dict):
+        if isinstance(value.get("round"), int):
+            round_no = value["round"]
+        hand = value.get("hand")
+        if hand is not None and value.get("viewerSeat", 0) != me:
+            problems.append(f"a view for seat {value.get('viewerSeat', 0)} carries a hand")
+        for tile in hand if isinstance(hand, list) else []:
+            found.append((round_no, tile_key(tile)))
+        drawn = value.get("tileDrawn")
+        if isinstance(drawn, dict) and "tile" in drawn and drawn.get("seat", 0) != me:
+            problems.append(f"seat {drawn.get('seat', 0)}'s drawn tile reached the page")
+        for item in value.values():
+            hands_in(item, me, found, problems, round_no)
+    elif isinstance(value, list):
+        for item in value:
+            hands_in(item, me, found, problems, round_no)
+
+
+def decoded(body: str) -> list[Any]:
+    """A JSON body, or the JSON of each ``data:`` line of an SSE stream."""
+    body = body.strip()
+    if not body:
+        return []
+    if body.startswith("{"):
+        return [json.loads(body)]
+    return [
+        json.loads(line[5:].strip())
+        for line in body.splitlines()
+        if line.startswith("data:") and line[5:].strip()
+    ]
+
+
+# ------------------------------------------------------------------ driving the page
+
+STATE_JS = """() => ({
+  status: document.body.dataset.status || "",
+  round: Number(document.body.dataset.round || 0),
+  version: document.body.dataset.version || "",
+  playable: document.querySelectorAll("#hand button.playable:not([disabled])").length,
+  actions: [...document.querySelectorAll("#actions button:not([disabled])")]
+             .map(b => b.dataset.action),
+  hand: [...document.querySelectorAll("#hand .tile")].map(t => t.dataset.tile),
+  offBoard: [...document.querySelectorAll(".tile")].filter(t => !t.closest("#board"))
+              .map(t => t.dataset.tile),
+})"""
+
+READY_JS = """() => document.body.dataset.status === "finished"
+  || document.querySelectorAll("#hand button.playable:not([disabled])").length > 0
+  || document.querySelectorAll("#actions button:not([disabled])").length > 0"""
+
+
+def create_table(page: Any, url: str, preset: str, **limits: int) -> None:
+    page.goto(url + "/")
+    page.wait_for_selector(f"#preset option[value='{preset}']", state="attached")
+    page.select_option("#preset", preset)
+    if "rounds" in limits:
+        page.fill("#rounds", str(limits["rounds"]))
+    if "target" in limits:
+        page.fill("#target", str(limits["target"]))
+    page.click("#create")
+    page.wait_for_function("() => document.body.dataset.status", timeout=TIMEOUT_MS)
+
+
+def play_to_the_end(page: Any, screenshot_after: int, shot: Path) -> list[tuple[int, str]]:
+    """Clicks through the whole game; (round, tile) of every tile seen outside
+    the board after each move."""
+    seen: list[tuple[int, str]] = []
+    for moves in range(MAX_MOVES):
+        page.wait_for_function(READY_JS)
+        now = page.evaluate(STATE_JS)
+        seen.extend((now["round"], tile) for tile in now["hand"] + now["offBoard"])
+        if now["status"] == "finished":
+            return seen
+        if moves == screenshot_after:
+            page.screenshot(path=str(shot), full_page=True)
+        if now["playable"]:
+            page.click("#hand button.playable:not([disabled])")
+            page.click("button.target")
+        else:
+            action = next(a for a in ("draw", "pass", "endTurn") if a in now["actions"])
+            page.click(f"#actions button[data-action='{action}']")
+        page.wait_for_function(
+            "v => document.body.dataset.version !== v"
+            " || document.body.dataset.status === 'finished'",
+            arg=now["version"],
+        )
+        assert page.locator("#error").is_hidden(), page.inner_text("#error")
+    raise AssertionError(f"the game did not end in {MAX_MOVES} moves")
+
+
+def refused_once(page: Any) -> None:
+    """The service's refusal of a move is shown with its reason and rule id:
+    the page's next move goes out as a pass (Draw never lets one pass while it
+    can play or draw), then the table carries on."""
+    page.wait_for_function(READY_JS)
+    tampered: list[str] = []
+
+    def as_pass(route: Any) -> None:
+        if tampered:
+            route.continue_()
+            return
+        body = json.loads(route.request.post_data or "{}")
+        body["move"] = {"pass": {}}
+        tampered.append(json.dumps(body))
+        route.continue_(post_data=json.dumps(body))
+
+    page.route("**/v1/games/*/moves", as_pass)
+    now = page.evaluate(STATE_JS)
+    if now["playable"]:
+        page.click("#hand button.playable:not([disabled])")
+        page.click("button.target")
+    else:
+        page.click(f"#actions button[data-action='{now['actions'][0]}']")
+    error = page.locator("#error")
+    error.wait_for(state="visible")
+    text = error.inner_text()
+    assert "ILLEGAL_MOVE" in text, text
+    assert re.search(r"\[(CL|MT)-[A-Z0-9]+-[0-9]+\]", text), text
+    page.unroute("**/v1/games/*/moves")
+    assert tampered
+
+
+def check_game(
+    page: Any, url: str, network: list[tuple[str, str]], seen: list[tuple[int, str]]
+) -> None:
+    """The end: verified deals, and no other seat's tile anywhere the page got."""
+    page.click("#verify")
+    page.wait_for_function(
+        "() => /^(verified|mismatch|could not)/.test("
+        "document.getElementById('verify-result').textContent)"
+    )
+    result = page.inner_text("#verify-result")
+    assert result.startswith("verified"), result
+
+    fragment = page.evaluate("() => location.hash")
+    game_id = dict(p.split("=", 1) for p in fragment[1:].split("&"))["game"]
+    import httpx
+
+    log = httpx.get(f"{url}/v1/games/{game_id}/log").json()
+    view = httpx.get(f"{url}/v1/games/{game_id}").json()
+    me = 0
+    others = others_held(log, len(view["players"]), me)
+    assert others, "the other seats were dealt nothing?"
+
+    problems: list[str] = []
+    found: list[tuple[int, str]] = []
+    received = page.evaluate("() => window.__received")
+    assert any("/events" in r["url"] and "data:" in r["body"] for r in received), (
+        "the page never read an SSE event"
+    )
+    for record in received:
+        for answer in decoded(record["body"]):
+            hands_in(answer, me, found, problems)
+    for _, body in network:
+        for answer in decoded(body):
+            hands_in(answer, me, found, problems)
+    found.extend(seen)
+    assert found, "the page never showed the person's own hand"
+    assert {r for r, _ in found} <= others.keys(), sorted({r for r, _ in found})
+    leaked = sorted({(r, t) for r, t in found if t in others[r]})
+    assert not problems, problems
+    assert not leaked, f"tiles other seats held reached the page: {leaked}"
+
+
+@pytest.mark.parametrize(
+    ("preset", "slug"), [("standard", "mexican-train"), ("chicken_foot_game", "chicken-foot")]
+)
+def test_web_table_plays_a_train_game_to_the_end(redis_url: str, preset: str, slug: str) -> None:
+    """Mexican Train and Chicken Foot (its branches): one round, one person
+    against a greedy bot, clicked through to the verified end."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    mid, end = ARTIFACTS / f"{slug}-mid-game.png", ARTIFACTS / f"{slug}-end.png"
+    with service(redis_url) as url, browser_page() as (page, network):
+        create_table(page, url, preset, rounds=1)
+        # The form's seats: you, and a greedy bot.
+        assert page.locator(".player").count() == 2
+        assert page.locator(".train").count() >= 2
+        seen = play_to_the_end(page, screenshot_after=6, shot=mid)
+        check_game(page, url, network, seen)
+        assert page.locator("#scores table").is_visible()
+        assert page.inner_text("#seed-shown").strip()
+        page.screenshot(path=str(end), full_page=True)
+    print(f"\nweb table screenshots: {mid} {end}")
+    assert mid.stat().st_size > 0
+    assert end.stat().st_size > 0
+
+
+def test_web_table_plays_a_line_game(redis_url: str) -> None:
+    """A classic game's line view (Draw, to a low target score)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    mid, end = ARTIFACTS / "draw-mid-game.png", ARTIFACTS / "draw-end.png"
+    assert "draw" in engine.GAMES
+    with service(redis_url) as url, browser_page() as (page, network):
+        create_table(page, url, "draw", target=15)
+        refused_once(page)
+        seen = play_to_the_end(page, screenshot_after=3, shot=mid)
+        assert page.locator("#board .line").count() == 1
+        check_game(page, url, network, seen)
+        page.screenshot(path=str(end), full_page=True)
+    print(f"\nweb table screenshots: {mid} {end}")
+
+
+# ------------------------------------------------------------------ the verifier, in node
+
+VERIFY_JS = ROOT / "service" / "web" / "verify.js"
+
+#: Runs the table's verifier (the same module the page imports) in node on the
+#: games and vectors given on stdin; prints one JSON answer.
+VERIFY_RUNNER = """
+import { verifyDeals, shuffle, canonical } from %s;
+let input = "";
+for await (const chunk of process.stdin) input += chunk;
+const { games, vectors } = JSON.parse(input);
+const out = { games: [], vectors: [] };
+for (const g of games) {
+  out.games.push({ name: g.name, ...(await verifyDeals(g.log, g.view, g.sha)) });
+}
+for (const v of vectors) {
+  const tiles = canonical(v.set).filter((t) => !(v.engine_set_aside && t === `${v.set}-${v.set}`));
+  out.vectors.push((await shuffle(v.seed, v.label, tiles)).join(" ") === v.shuffled.join(" "));
+}
+console.log(JSON.stringify(out));
+"""
+
+
+def _finished_games() -> list[dict[str, Any]]:
+    """A short game of bots for every preset of every game, with its log and
+    view as the HTTP API answers them."""
+    from service.api import game_service_pb2 as pb
+    from service.app import Caller
+    from service.http_server import to_json
+    from service.store.memory import MemoryStore
+
+    async def main() -> list[dict[str, Any]]:
+        app = GameApp(MemoryStore(), Settings(rate_limit=0, bot_processes=0))
+        caller = Caller(token=None, address="127.0.0.1")
+        games = []
+        try:
+            for spec in engine.GAMES.values():
+                for name in spec.presets:
+                    for seats in (2, 4):
+                        ruleset = pb.Ruleset(preset=name)
+                        if spec.name in ("mexican_train", "chicken_foot"):
+                            ruleset.rounds = 2
+                        else:
+                            ruleset.target_score = 25
+                        if name.endswith("_teams") and seats != 4:
+                            continue
+                        if name == "standard" and seats == 4:
+                            ruleset.engine_placement = pb.ENGINE_PLACEMENT_HOLDER_PLAYS
+                        players = [
+                            pb.Player(display_name=f"B{i}", bot=pb.BOT_LEVEL_RANDOM)
+                            for i in range(seats)
+                        ]
+                        created = await app.create_game(
+                            pb.CreateGameRequest(ruleset=ruleset, players=players), caller
+                        )
+                        log = await app.get_game_log(created.game.game_id, caller)
+                        view = to_json(created.game)
+                        games.append(
+                            {
+                                "name": f"{name}/{seats}",
+                                "log": to_json(log),
+                                "view": view,
+                                "sha": view["seedSha256"],
+                            }
+                        )
+        finally:
+            app.close()
+        return games
+
+    return asyncio.run(main())
+
+
+def _run_verifier(games: list[dict[str, Any]], vectors: list[Any]) -> dict[str, Any]:
+    import subprocess
+
+    from tests.test_client_js import node
+
+    script = VERIFY_RUNNER % json.dumps(VERIFY_JS.as_uri())
+    done = subprocess.run(
+        [node(), "--input-type=module", "-e", script],
+        input=json.dumps({"games": games, "vectors": vectors}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    answer: dict[str, Any] = json.loads(done.stdout)
+    return answer
+
+
+def test_verifier_checks_every_game_and_the_shuffle_vectors() -> None:
+    """MT-FAIR-1: the table's verifier re-deals a finished game of every preset
+    from its seed, and catches a wrong seed, a tile played that was never dealt
+    to its seat, and a seedSha256 other than the one shown from the start."""
+    vectors = json.loads((ROOT / "tests" / "fixtures" / "shuffle.json").read_text())["cases"]
+    games = _finished_games()
+    presets = {p for spec in engine.GAMES.values() for p in spec.presets}
+    assert {g["name"].split("/")[0] for g in games} == presets
+
+    honest = _run_verifier(games, vectors)
+    assert all(honest["vectors"]), honest["vectors"]
+    assert len(honest["vectors"]) == len(vectors)
+    for result in honest["games"]:
+        assert result["ok"], result
+        assert result["rounds"] >= 1
+
+    def tampered(game: dict[str, Any], how: str) -> dict[str, Any]:
+        copy = json.loads(json.dumps(game))
+        if how == "seed":
+            copy["log"]["seed"] += "x"
+        elif how == "sha":
+            copy["sha"] = "0" * 64
+        else:  # a seat played a tile another seat was dealt
+            played = [e["tilePlayed"] for e in copy["log"]["events"] if "tilePlayed" in e]
+            first = played[0]
+            other = next(p for p in played if p.get("seat", 0) != first.get("seat", 0))
+            first["tile"], other["tile"] = other["tile"], first["tile"]
+        copy["name"] += f" ({how})"
+        return copy
+
+    sample = [g for g in games if g["name"] in ("standard/2", "chicken_foot_game/2", "block/2")]
+    bad = _run_verifier([tampered(g, how) for g in sample for how in ("seed", "sha", "tile")], [])
+    for result in bad["games"]:
+        assert not result["ok"], result
+        assert result["problems"], result
+
+
+# ------------------------------------------------------------------ routes
+
+
+def test_table_routes_leave_the_api_alone() -> None:
+    """/ and /web/* serve the table; /v1/..., /healthz, /docs and /openapi.json
+    answer as before, and an unknown file is the usual Status 404."""
+    import httpx
+
+    from service.http_server import create_http_app
+    from service.store.memory import MemoryStore
+
+    app = GameApp(MemoryStore(), Settings(rate_limit=0, bot_processes=0))
+
+    async def main() -> None:
+        transport = httpx.ASGITransport(app=create_http_app(app))
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+            index = await http.get("/")
+            assert index.status_code == 200
+            assert index.headers["content-type"].startswith("text/html")
+            assert 'src="/web/table.js"' in index.text
+            assert "default-src 'self'" in index.headers["content-security-policy"]
+            for name, kind in (
+                ("table.js", "text/javascript"),
+                ("verify.js", "text/javascript"),
+                ("table.css", "text/css"),
+            ):
+                answer = await http.get(f"/web/{name}")
+                assert answer.status_code == 200, name
+                assert answer.headers["content-type"].startswith(kind), name
+            missing = await http.get("/web/secret.py")
+            assert missing.status_code == 404
+            assert missing.json()["details"][0]["reason"] == "NOT_FOUND"
+            assert (await http.get("/healthz")).json() == {"status": "ok"}
+            assert (await http.get("/docs")).status_code == 200
+            paths = (await http.get("/openapi.json")).json()["paths"]
+            assert "/" not in paths
+            assert not any(p.startswith("/web") for p in paths)
+            assert (await http.get("/v1/rulesets")).status_code == 200
+            unknown = await http.get("/v1/games/nope")
+            assert unknown.json()["details"][0]["reason"] == "GAME_NOT_FOUND"
+
+    try:
+        asyncio.run(main())
+    finally:
+        app.close()
