@@ -418,7 +418,9 @@ function renderTrains(view) {
   const used = new Set();
   const engine = document.createElement("div");
   engine.className = "station";
-  engine.append("Engine ", tileElement(view.engine ?? { a: 0, b: 0 }));
+  // CL-CF-1: Chicken Foot's round double is the station its lines start from.
+  const station = view.ruleset?.game === "GAME_CHICKEN_FOOT" ? "Station " : "Engine ";
+  engine.append(station, tileElement(view.engine ?? { a: 0, b: 0 }));
   board.append(engine);
   const names = new Map((view.players ?? []).map((p, i) => [p.seat ?? i, p.displayName || `Seat ${p.seat ?? i}`]));
   for (const train of view.trains ?? []) {
@@ -434,7 +436,7 @@ function renderTrains(view) {
     title.textContent =
       ref.mexican !== undefined
         ? game === "GAME_CHICKEN_FOOT"
-          ? `Line ${ref.mexican + 1}`
+          ? `Line ${ref.mexican}` // numbered as moves write it (@m<line>, API.md)
           : `Mexican train${(view.trains ?? []).filter((t) => t.ref?.mexican !== undefined).length > 1 ? ` ${ref.mexican}` : ""}`
         : `${(ref.seat ?? 0) === state.activeSeat ? "Your" : `${names.get(ref.seat ?? 0)}'s`} train${train.marker ? " (open to all)" : ""}`;
     row.append(title);
