@@ -36,6 +36,7 @@ from engine.games.mexican_train.rules import (
     FirstTurn,
     Ruleset,
 )
+from engine.options import coerce_options
 from engine.tiles import MAX_SET, MIN_SET, set_size
 
 GAME: Final = "chicken_foot"
@@ -219,24 +220,7 @@ def _whole(name: str, value: object) -> int:
 
 
 def _coerce(options: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, value in options.items():
-        if name not in OPTIONS and name not in ("preset", "game"):
-            raise RulesetError(
-                f"'{name}' is not an option of chicken_foot; its options are " + ", ".join(OPTIONS),
-                rule="CL-SET-1",
-            )
-        enum = _ENUMS.get(name)
-        if enum is not None and not isinstance(value, enum):
-            try:
-                value = enum(value)
-            except ValueError:
-                raise RulesetError(
-                    f"{name} must be one of {[e.value for e in enum]}, not {value!r}",
-                    rule="CL-SET-1",
-                ) from None
-        out[name] = value
-    return out
+    return coerce_options(GAME, options, OPTIONS, _ENUMS, "CL-SET-1")
 
 
 #: API.md ListRulesets: Chicken Foot's preset.

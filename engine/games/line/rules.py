@@ -30,6 +30,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from engine.errors import DealDoesNotFitError, RulesetError
+from engine.options import coerce_options
 from engine.tiles import MIN_SET, set_size
 
 #: CL-SET-1: the line games play double-six up to double-twelve.
@@ -349,22 +350,7 @@ def _resolve(rules: LineRules, players: int) -> LineRules:
 
 
 def _coerce(game: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    have = GAMES[game].options
-    out: dict[str, Any] = {}
-    for name, value in options.items():
-        if name not in have and name not in ("preset", "game"):
-            raise _not_an_option(str(name), game)
-        enum = _ENUMS.get(name)
-        if enum is not None and not isinstance(value, enum):
-            try:
-                value = enum(value)
-            except ValueError:
-                raise RulesetError(
-                    f"{name} must be one of {[e.value for e in enum]}, not {value!r}",
-                    rule="CL-SET-1",
-                ) from None
-        out[name] = value
-    return out
+    return coerce_options(game, options, GAMES[game].options, _ENUMS, "CL-SET-1")
 
 
 def _preset(name: str, **options: Any) -> LineRules:

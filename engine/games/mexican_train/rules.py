@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from engine.errors import DealDoesNotFitError, RulesetError
+from engine.options import coerce_options
 from engine.tiles import MAX_SET, MIN_SET, set_size
 
 MIN_PLAYERS: Final = 2
@@ -315,25 +316,9 @@ def _resolve(ruleset: Ruleset, players: int) -> Ruleset:
 
 
 def _coerce(options: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, value in options.items():
-        if name not in _FIELDS:
-            # API.md: an option a game does not have (a classic game's, say) is
-            # refused naming the option and the game.
-            raise RulesetError(
-                f"{name!r} is not an option of mexican_train; its options are "
-                + ", ".join(_OPTIONS)
-            )
-        enum = _ENUMS.get(name)
-        if enum is not None and not isinstance(value, enum):
-            try:
-                value = enum(value)
-            except ValueError:
-                raise RulesetError(
-                    f"{name} must be one of {[e.value for e in enum]}, not {value!r}"
-                ) from None
-        out[name] = value
-    return out
+    # API.md: an option a game does not have (a classic game's, say) is
+    # refused naming the option and the game.
+    return coerce_options("mexican_train", options, _OPTIONS, _ENUMS, None)
 
 
 _STANDARD: Final = Ruleset()
