@@ -26,7 +26,7 @@ import os
 import re
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -129,9 +129,10 @@ def service(redis_url: str) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def browser_page() -> Iterator[tuple[Any, list[tuple[str, str]]]]:
-    """A phone-sized page in headless Chromium, and the JSON answers it got."""
-    network: list[tuple[str, str]] = []
+def browser_pages(count: int = 1) -> Iterator[list[tuple[Any, list[tuple[str, str]]]]]:
+    """``count`` phone-sized pages in headless Chromium, each in a browser
+    context of its own (its own localStorage: another person's browser), and
+    the JSON answers each got."""
     with playwright_sync.sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=chromium(),
@@ -140,25 +141,36 @@ def browser_page() -> Iterator[tuple[Any, list[tuple[str, str]]]]:
             args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
         )
         try:
-            context = browser.new_context(viewport={"width": 412, "height": 915})
-            page = context.new_page()
-            page.set_default_timeout(TIMEOUT_MS)
-            page.add_init_script(CAPTURE_FETCH)
+            pages: list[tuple[Any, list[tuple[str, str]]]] = []
             page_errors: list[str] = []
-            page.on("pageerror", lambda exc: page_errors.append(str(exc)))
+            for _ in range(count):
+                network: list[tuple[str, str]] = []
+                context = browser.new_context(viewport={"width": 412, "height": 915})
+                page = context.new_page()
+                page.set_default_timeout(TIMEOUT_MS)
+                page.add_init_script(CAPTURE_FETCH)
+                page.on("pageerror", lambda exc: page_errors.append(str(exc)))
 
-            def on_response(response: Any) -> None:
-                kind = response.headers.get("content-type", "")
-                if "/v1/" in response.url and kind.startswith("application/json"):
-                    # (suppressed: the page may have navigated away meanwhile)
-                    with contextlib.suppress(Exception):
-                        network.append((response.url, response.text()))
+                def on_response(response: Any, network: list[tuple[str, str]] = network) -> None:
+                    kind = response.headers.get("content-type", "")
+                    if "/v1/" in response.url and kind.startswith("application/json"):
+                        # (suppressed: the page may have navigated away meanwhile)
+                        with contextlib.suppress(Exception):
+                            network.append((response.url, response.text()))
 
-            page.on("response", on_response)
-            yield page, network
+                page.on("response", on_response)
+                pages.append((page, network))
+            yield pages
             assert not page_errors, page_errors
         finally:
             browser.close()
+
+
+@contextlib.contextmanager
+def browser_page() -> Iterator[tuple[Any, list[tuple[str, str]]]]:
+    """A phone-sized page in headless Chromium, and the JSON answers it got."""
+    with browser_pages(1) as pages:
+        yield pages[0]
 
 
 # ------------------------------------------------------------------ what the page may know
@@ -169,8 +181,9 @@ def tile_key(tile: dict[str, Any]) -> str:
     return f"{min(a, b)}-{max(a, b)}"
 
 
-def others_held(log: dict[str, Any], players: int, me: int) -> dict[int, set[str]]:
-    """By round: every tile a seat other than ``me`` was dealt or drew,
+def others_held(log: dict[str, Any], players: int, mine: Collection[int]) -> dict[int, set[str]]:
+    """By round: every tile a seat other than those in ``mine`` (the seats
+    the page plays) was dealt or drew,
     recomputed from the revealed seed (API.md's shuffle and dealing)."""
     rules = log["ruleset"]
     game = rules.get("game", "GAME_MEXICAN_TRAIN")
@@ -194,13 +207,13 @@ def others_held(log: dict[str, Any], players: int, me: int) -> dict[int, set[str
             shuffle(log["seed"], f"round:{round_no}:deal", tiles)
             held[round_no] = set()
             for seat in range(players):
-                if seat != me:
+                if seat not in mine:
                     held[round_no].update(tiles[seat * hand : (seat + 1) * hand])
             boneyard = tiles[players * hand :]
             pending = False
         if "tileDrawn" in event:
             tile = boneyard.pop(0)
-            if event["tileDrawn"].get("seat", 0) != me:
+            if event["tileDrawn"].get("seat", 0) not in mine:
                 held[round_no].add(tile)
         if "roundEnded" in event:
             pending = True
@@ -208,7 +221,11 @@ def others_held(log: dict[str, Any], players: int, me: int) -> dict[int, set[str
 
 
 def hands_in(
-    value: Any, me: int, found: list[tuple[int, str]], problems: list[str], round_no: int = 0
+    value: Any,
+    mine: Collection[int],
+    found: list[tuple[int, str]],
+    problems: list[str],
+    round_no: int = 0,
 ) -> None:
     """Collects (round, tile) for every tile of a view's ``hand`` in a decoded
     answer; a hand in a view for another seat, or another seat's drawn tile,
@@ -217,18 +234,18 @@ def hands_in(
         if isinstance(value.get("round"), int):
             round_no = value["round"]
         hand = value.get("hand")
-        if hand is not None and value.get("viewerSeat", 0) != me:
+        if hand is not None and value.get("viewerSeat", 0) not in mine:
             problems.append(f"a view for seat {value.get('viewerSeat', 0)} carries a hand")
         for tile in hand if isinstance(hand, list) else []:
             found.append((round_no, tile_key(tile)))
         drawn = value.get("tileDrawn")
-        if isinstance(drawn, dict) and "tile" in drawn and drawn.get("seat", 0) != me:
+        if isinstance(drawn, dict) and "tile" in drawn and drawn.get("seat", 0) not in mine:
             problems.append(f"seat {drawn.get('seat', 0)}'s drawn tile reached the page")
         for item in value.values():
-            hands_in(item, me, found, problems, round_no)
+            hands_in(item, mine, found, problems, round_no)
     elif isinstance(value, list):
         for item in value:
-            hands_in(item, me, found, problems, round_no)
+            hands_in(item, mine, found, problems, round_no)
 
 
 def decoded(body: str) -> list[Any]:
@@ -264,10 +281,22 @@ READY_JS = """() => document.body.dataset.status === "finished"
   || document.querySelectorAll("#actions button:not([disabled])").length > 0"""
 
 
-def create_table(page: Any, url: str, preset: str, **limits: int) -> None:
+def create_table(
+    page: Any, url: str, preset: str, seats: Sequence[tuple[str, str]] = (), **limits: int
+) -> None:
+    """Fills the setup form and creates the table; ``seats`` (name, "" for a
+    person or a bot level), when given, replace the form's you-and-a-bot."""
     page.goto(url + "/")
     page.wait_for_selector(f"#preset option[value='{preset}']", state="attached")
     page.select_option("#preset", preset)
+    if seats:
+        while page.locator(".seat-row").count() < len(seats):
+            page.click("#add-seat")
+        while page.locator(".seat-row").count() > len(seats):
+            page.locator(".seat-row button").last.click()
+        for row, (name, bot) in zip(page.locator(".seat-row").all(), seats, strict=True):
+            row.locator(".seat-name").fill(name)
+            row.locator(".seat-kind").select_option(bot)
     if "rounds" in limits:
         page.fill("#rounds", str(limits["rounds"]))
     if "target" in limits:
@@ -288,19 +317,24 @@ def play_to_the_end(page: Any, screenshot_after: int, shot: Path) -> list[tuple[
             return seen
         if moves == screenshot_after:
             page.screenshot(path=str(shot), full_page=True)
-        if now["playable"]:
-            page.click("#hand button.playable:not([disabled])")
-            page.click("button.target")
-        else:
-            action = next(a for a in ("draw", "pass", "endTurn") if a in now["actions"])
-            page.click(f"#actions button[data-action='{action}']")
-        page.wait_for_function(
-            "v => document.body.dataset.version !== v"
-            " || document.body.dataset.status === 'finished'",
-            arg=now["version"],
-        )
-        assert page.locator("#error").is_hidden(), page.inner_text("#error")
+        click_a_move(page, now)
     raise AssertionError(f"the game did not end in {MAX_MOVES} moves")
+
+
+def click_a_move(page: Any, now: dict[str, Any]) -> None:
+    """Plays the first playable tile on its first target, else draws, passes
+    or ends the turn, and waits for the table to show the move's result."""
+    if now["playable"]:
+        page.click("#hand button.playable:not([disabled])")
+        page.click("button.target")
+    else:
+        action = next(a for a in ("draw", "pass", "endTurn") if a in now["actions"])
+        page.click(f"#actions button[data-action='{action}']")
+    page.wait_for_function(
+        "v => document.body.dataset.version !== v || document.body.dataset.status === 'finished'",
+        arg=now["version"],
+    )
+    assert page.locator("#error").is_hidden(), page.inner_text("#error")
 
 
 def refused_once(page: Any) -> None:
@@ -336,9 +370,14 @@ def refused_once(page: Any) -> None:
 
 
 def check_game(
-    page: Any, url: str, network: list[tuple[str, str]], seen: list[tuple[int, str]]
+    page: Any,
+    url: str,
+    network: list[tuple[str, str]],
+    seen: list[tuple[int, str]],
+    mine: Collection[int] = (0,),
 ) -> None:
-    """The end: verified deals, and no other seat's tile anywhere the page got."""
+    """The end: verified deals, and no tile of a seat the page does not play
+    (``mine``) anywhere the page got."""
     page.click("#verify")
     page.wait_for_function(
         "() => /^(verified|mismatch|could not)/.test("
@@ -353,8 +392,7 @@ def check_game(
 
     log = httpx.get(f"{url}/v1/games/{game_id}/log").json()
     view = httpx.get(f"{url}/v1/games/{game_id}").json()
-    me = 0
-    others = others_held(log, len(view["players"]), me)
+    others = others_held(log, len(view["players"]), mine)
     assert others, "the other seats were dealt nothing?"
 
     problems: list[str] = []
@@ -365,10 +403,10 @@ def check_game(
     )
     for record in received:
         for answer in decoded(record["body"]):
-            hands_in(answer, me, found, problems)
+            hands_in(answer, mine, found, problems)
     for _, body in network:
         for answer in decoded(body):
-            hands_in(answer, me, found, problems)
+            hands_in(answer, mine, found, problems)
     found.extend(seen)
     assert found, "the page never showed the person's own hand"
     assert {r for r, _ in found} <= others.keys(), sorted({r for r, _ in found})
@@ -413,6 +451,140 @@ def test_web_table_plays_a_line_game(redis_url: str) -> None:
         check_game(page, url, network, seen)
         page.screenshot(path=str(end), full_page=True)
     print(f"\nweb table screenshots: {mid} {end}")
+
+
+# ------------------------------------------------------------------ people at one table
+
+#: Every tile the DOM names outside ``skip`` (a selector), as "a-b" with a <= b:
+#: in any text node and in any attribute (a tile's data-tile and aria-label, a
+#: target's data-notation, a link, ...), shown or hidden.
+DOM_TILES_JS = r"""skip => {
+  const found = new Set();
+  const scan = (text) => {
+    for (const m of String(text).matchAll(/(?<![\w-])(\d{1,2})-(\d{1,2})(?![\w-])/g)) {
+      const a = Number(m[1]), b = Number(m[2]);
+      found.add(a <= b ? `${a}-${b}` : `${b}-${a}`);
+    }
+  };
+  const skipped = (node) => skip && node.closest && node.closest(skip);
+  const walker = document.createTreeWalker(document.documentElement, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (!skipped(node.parentElement)) scan(node.data);
+  }
+  for (const el of document.querySelectorAll("*")) {
+    if (skipped(el)) continue;
+    for (const attr of el.attributes) scan(attr.value);
+  }
+  return [...found];
+}"""
+
+#: The names in the events list's "X drew a-b" lines (a drawn tile named).
+DRAWS_SHOWN_JS = r"""() => [...document.querySelectorAll("#events li")]
+  .map(li => /^v\d+ (.*) drew \d+-\d+$/.exec(li.textContent)).filter(Boolean).map(m => m[1])"""
+
+COVER_OR_READY_JS = (
+    "() => !document.getElementById('cover').hidden || (" + READY_JS.removeprefix("() => ") + ")"
+)
+
+
+def dom_tiles(page: Any, skip: str = "") -> set[str]:
+    return set(page.evaluate(DOM_TILES_JS, skip))
+
+
+def seat_links(page: Any) -> dict[int, str]:
+    """The table's per-seat links (#links), by seat."""
+    links: dict[int, str] = {}
+    for href in page.eval_on_selector_all("#link-list a", "as => as.map(a => a.href)"):
+        params = dict(p.split("=", 1) for p in href.split("#", 1)[1].split("&"))
+        links[int(params["seat"])] = href
+    return links
+
+
+def token_of(link: str) -> str:
+    return dict(p.split("=", 1) for p in link.split("#", 1)[1].split("&"))["token"]
+
+
+def hand_of(http: Any, game_id: str, token: str) -> set[str]:
+    view = http.get(f"/v1/games/{game_id}", headers={"authorization": f"Bearer {token}"}).json()
+    return {tile_key(t) for t in view.get("hand", [])}
+
+
+def test_web_table_seat_links_in_two_browsers(redis_url: str) -> None:
+    """Two people, each in a browser of their own: Ann creates the table
+    (All Fives, to a low target), keeps seat 0's link and sends seat 1's to
+    Bea, who opens it in another browser context. Each clicks only on their
+    own turn; the other page catches up live over SSE, never reloaded. Each
+    page shows its own hand and, in its DOM and in every answer it got, no
+    tile of the other's hand."""
+    import httpx
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shots = {seat: ARTIFACTS / f"seat-link-{seat}-mid-game.png" for seat in (0, 1)}
+    names = ["Ann", "Bea"]
+    with service(redis_url) as url, browser_pages(2) as pages:
+        (ann, _), (bea, _) = pages
+        create_table(ann, url, "all_fives", seats=[(names[0], ""), (names[1], "")], target=20)
+        links = seat_links(ann)
+        assert sorted(links) == [0, 1], links
+        tokens = {seat: token_of(link) for seat, link in links.items()}
+        # Ann keeps her own seat's link (the page then plays seat 0 only) ...
+        ann.evaluate("link => { location.hash = new URL(link).hash; }", links[0])
+        ann.wait_for_function("() => document.getElementById('links').hidden")
+        # ... and Bea opens hers in a browser of her own.
+        bea.goto(links[1])
+        bea.wait_for_function("() => document.body.dataset.status")
+        by_seat = {0: ann, 1: bea}
+        game_id = dict(p.split("=", 1) for p in links[1].split("#", 1)[1].split("&"))["game"]
+        for page in by_seat.values():
+            page.evaluate("() => { window.__sameDocument = true; }")
+            assert page.locator("#cover").is_hidden()
+        seen: dict[int, list[tuple[int, str]]] = {0: [], 1: []}
+        moved = {0: 0, 1: 0}
+        rounds: set[int] = set()
+        with httpx.Client(base_url=url, timeout=30) as http:
+            for moves in range(MAX_MOVES):
+                public = http.get(f"/v1/games/{game_id}").json()
+                version = public.get("version", "0")
+                for page in by_seat.values():  # the page that did not move: by SSE alone
+                    page.wait_for_function("v => document.body.dataset.version === v", arg=version)
+                if public.get("status") == "GAME_STATUS_FINISHED":
+                    for page in by_seat.values():
+                        page.wait_for_function("() => document.body.dataset.status === 'finished'")
+                    break
+                current = public.get("currentSeat", 0)
+                hands = {seat: hand_of(http, game_id, token) for seat, token in tokens.items()}
+                for seat, page in by_seat.items():
+                    if seat == current:
+                        page.wait_for_function(READY_JS)
+                    now = page.evaluate(STATE_JS)
+                    rounds.add(now["round"])
+                    assert sorted(now["hand"]) == sorted(hands[seat]), (seat, now["hand"])
+                    # Played tiles of an earlier hand stay in the events list: it is
+                    # checked apart (no other seat's drawn tile named there).
+                    leaked = dom_tiles(page, skip="#events") & hands[1 - seat]
+                    assert not leaked, (
+                        f"{names[1 - seat]}'s tiles in {names[seat]}'s page: {leaked}"
+                    )
+                    assert set(page.evaluate(DRAWS_SHOWN_JS)) <= {names[seat]}
+                    if seat != current:
+                        assert not now["playable"], now
+                        assert not now["actions"], now
+                        assert f"Waiting for {names[current]}" in page.inner_text("#turn-line")
+                    seen[seat].extend((now["round"], t) for t in now["hand"] + now["offBoard"])
+                    if moves == 6:
+                        page.screenshot(path=str(shots[seat]), full_page=True)
+                mover = by_seat[current]
+                click_a_move(mover, mover.evaluate(STATE_JS))
+                moved[current] += 1
+            else:
+                raise AssertionError(f"the game did not end in {MAX_MOVES} moves")
+        assert moved[0], moved
+        assert moved[1], moved
+        for seat, (page, network) in enumerate(pages):
+            assert page.evaluate("() => window.__sameDocument === true"), "the page was reloaded"
+            check_game(page, url, network, seen[seat], mine=(seat,))
+            page.screenshot(path=str(ARTIFACTS / f"seat-link-{seat}-end.png"), full_page=True)
+    print(f"\nweb table screenshots: {shots[0]} {shots[1]} (hands played: {sorted(rounds)})")
 
 
 # ------------------------------------------------------------------ the verifier, in node
