@@ -509,6 +509,77 @@ def hand_of(http: Any, game_id: str, token: str) -> set[str]:
     return {tile_key(t) for t in view.get("hand", [])}
 
 
+def test_web_table_pass_and_play(redis_url: str) -> None:
+    """Two people and a bot on one screen, Mexican Train for one round. Between
+    the people's turns the screen is covered ("Pass the screen to …"), and the
+    covered page names no tile of either person's hand anywhere in its DOM
+    (text or attributes, hidden parts included); once shown, the hand on
+    screen is exactly the hand of the seat to move, and the other person's
+    tiles are nowhere in the page. The bot's tiles never reach the page."""
+    import httpx
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    covered_shot = ARTIFACTS / "pass-and-play-covered.png"
+    mid, end = ARTIFACTS / "pass-and-play-mid-game.png", ARTIFACTS / "pass-and-play-end.png"
+    names = ["Ann", "Bea", "Bot"]
+    seats = [(names[0], ""), (names[1], ""), (names[2], "BOT_LEVEL_GREEDY")]
+    with service(redis_url) as url, browser_page() as (page, network):
+        create_table(page, url, "standard", seats=seats, rounds=1)
+        assert page.locator(".player").count() == 3
+        links = seat_links(page)
+        assert sorted(links) == [0, 1], links  # the people's seats; the bot has no token
+        tokens = {seat: token_of(link) for seat, link in links.items()}
+        game_id = dict(
+            p.split("=", 1) for p in page.evaluate("() => location.hash")[1:].split("&")
+        )["game"]
+        seen: list[tuple[int, str]] = []
+        covers: list[str] = []
+        with httpx.Client(base_url=url, timeout=30) as http:
+            for moves in range(MAX_MOVES):
+                page.wait_for_function(COVER_OR_READY_JS)
+                public = http.get(f"/v1/games/{game_id}").json()
+                page.wait_for_function(
+                    "v => document.body.dataset.version === v", arg=public.get("version", "0")
+                )
+                if public.get("status") == "GAME_STATUS_FINISHED":
+                    page.wait_for_function("() => document.body.dataset.status === 'finished'")
+                    break
+                current = public.get("currentSeat", 0)
+                assert current in tokens, f"a bot ({current}) is to move after a move returned"
+                other = 1 - current
+                hands = {seat: hand_of(http, game_id, token) for seat, token in tokens.items()}
+                if page.locator("#cover").is_visible():
+                    cover = page.inner_text("#cover")
+                    assert f"Pass the screen to {names[current]}" in cover, cover
+                    assert page.locator("#hand .tile").count() == 0
+                    assert page.locator("#hand-area").is_hidden()
+                    named = sorted(dom_tiles(page) & (hands[0] | hands[1]))
+                    assert not named, f"covered, the page names tiles of a hand: {named}"
+                    if not covers:
+                        page.screenshot(path=str(covered_shot), full_page=True)
+                    covers.append(names[current])
+                    page.click("#cover-show")
+                    page.wait_for_function(READY_JS)
+                now = page.evaluate(STATE_JS)
+                assert now["status"] == "playing"
+                assert sorted(now["hand"]) == sorted(hands[current]), (now["hand"], hands[current])
+                assert names[current] in page.inner_text("#hand-title")
+                leaked = dom_tiles(page) & hands[other]
+                assert not leaked, f"{names[other]}'s tiles on {names[current]}'s screen: {leaked}"
+                seen.extend((now["round"], tile) for tile in now["hand"] + now["offBoard"])
+                if moves == 8:
+                    page.screenshot(path=str(mid), full_page=True)
+                click_a_move(page, now)
+            else:
+                raise AssertionError(f"the game did not end in {MAX_MOVES} moves")
+        # Both people were handed the screen, more than once each.
+        assert covers.count(names[0]) >= 2, covers
+        assert covers.count(names[1]) >= 2, covers
+        check_game(page, url, network, seen, mine=(0, 1))
+        page.screenshot(path=str(end), full_page=True)
+    print(f"\nweb table screenshots: {covered_shot} {mid} {end}")
+
+
 def test_web_table_seat_links_in_two_browsers(redis_url: str) -> None:
     """Two people, each in a browser of their own: Ann creates the table
     (All Fives, to a low target), keeps seat 0's link and sends seat 1's to

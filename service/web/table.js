@@ -33,6 +33,7 @@ const state = {
   selected: null, // "a-b" of the chosen hand tile
   busy: false,
   events: [],
+  eventCounts: new Map(), // how many times each event text was seen, by source
   knownSha: null,
   watch: null,
   refreshTimer: null,
@@ -247,6 +248,7 @@ async function openTable(params) {
     legal: [],
     selected: null,
     events: [],
+    eventCounts: new Map(),
   });
   const saved = recall(state.gameId);
   if (params.has("token")) {
@@ -326,11 +328,11 @@ function setView(view, legal, legalVersion) {
     state.activeSeat = current;
     state.revealed = false;
     state.legal = [];
+    // Covered: keep the table, not the previous person's hand (nor mark them "you").
+    const { hand: _hand, viewerSeat: _viewer, ...table } = view;
+    state.view = table;
   }
   render();
-  if (seats.length > 1 && !state.revealed && view.status !== "GAME_STATUS_FINISHED") {
-    // The view we hold is a spectator's; the hand is asked for once shown.
-  }
 }
 
 function scheduleRefresh() {
@@ -629,7 +631,7 @@ async function play(legalMove) {
       body: { move: legalMove.move, expectedVersion: state.legalVersion, requestId: crypto.randomUUID() },
     });
     state.selected = null;
-    for (const e of answer.events ?? []) addEvent(e);
+    for (const e of answer.events ?? []) addEvent(e, "move");
     state.busy = false;
     const view = answer.game;
     let legal = [];
@@ -702,10 +704,24 @@ function describe(e) {
   }
 }
 
-function addEvent(e) {
+/**
+ * One event in the events list, from a move's answer ("move") or the watch
+ * stream ("watch"), which both carry the same events: an event is shown once
+ * however many sources bring it, yet two alike in one version (a knock
+ * penalty's draws) are both shown.
+ */
+function addEvent(e, source) {
   const version = Number(e.version ?? 0);
-  if (state.events.some((x) => x.version === version && x.text === describe(e))) return;
-  const text = describe(e);
+  // Pass-and-play: the list stays on screen when it is handed over, so a drawn
+  // tile (in the answer to the drawer's own move) is not named there.
+  const shared = Object.keys(state.tokens).length > 1;
+  const text = describe(shared && e.tileDrawn ? { ...e, tileDrawn: { seat: e.tileDrawn.seat } } : e);
+  const key = `${version}|${text}`;
+  const fromSource = (state.eventCounts.get(`${source}|${key}`) ?? 0) + 1;
+  state.eventCounts.set(`${source}|${key}`, fromSource);
+  const shown = state.eventCounts.get(key) ?? 0;
+  if (fromSource <= shown) return;
+  state.eventCounts.set(key, shown + 1);
   state.events.push({ version, text });
   const li = document.createElement("li");
   li.textContent = `v${version} ${text}`;
@@ -756,7 +772,7 @@ async function watch() {
             if (!state.view || Number(event.snapshot.version ?? 0) > Number(state.view.version ?? 0)) scheduleRefresh();
             continue;
           }
-          addEvent(event);
+          addEvent(event, "watch");
           if (event.gameEnded) ended = true;
           if (!state.view || Number(event.version ?? 0) > Number(state.view.version ?? 0)) scheduleRefresh();
         }
