@@ -582,7 +582,7 @@ def test_web_table_pass_and_play(redis_url: str) -> None:
 
 def test_web_table_seat_links_in_two_browsers(redis_url: str) -> None:
     """Two people, each in a browser of their own: Ann creates the table
-    (All Fives, to a low target), keeps seat 0's link and sends seat 1's to
+    (All Fives to 45: a hand or more), keeps seat 0's link and sends seat 1's to
     Bea, who opens it in another browser context. Each clicks only on their
     own turn; the other page catches up live over SSE, never reloaded. Each
     page shows its own hand and, in its DOM and in every answer it got, no
@@ -594,7 +594,7 @@ def test_web_table_seat_links_in_two_browsers(redis_url: str) -> None:
     names = ["Ann", "Bea"]
     with service(redis_url) as url, browser_pages(2) as pages:
         (ann, _), (bea, _) = pages
-        create_table(ann, url, "all_fives", seats=[(names[0], ""), (names[1], "")], target=20)
+        create_table(ann, url, "all_fives", seats=[(names[0], ""), (names[1], "")], target=45)
         links = seat_links(ann)
         assert sorted(links) == [0, 1], links
         tokens = {seat: token_of(link) for seat, link in links.items()}
