@@ -560,7 +560,9 @@ function renderHand(view) {
     if (k === state.selected) button.classList.add("selected");
     button.disabled = !playable.has(k) || state.busy;
     button.onclick = () => {
-      state.selected = state.selected === k ? null : k;
+      // Selects (never toggles off): a repeated or doubled tap keeps the tile
+      // chosen and its targets shown; another tile or a move changes it.
+      state.selected = k;
       render();
     };
     hand.append(button);
