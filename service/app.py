@@ -409,7 +409,7 @@ class GameApp:
         # seat's token would show its creator that bot's hand. A bot seat's
         # stored hash is "", which Seats.seat_of never matches: it compares
         # SHA-256 hex digests, and a digest is never "".
-        tokens = {i: secrets.token_urlsafe(24) for i, p in enumerate(players) if not p.bot}
+        tokens = {i: _seat_token() for i, p in enumerate(players) if not p.bot}
         seats = Seats(
             names=tuple(p.display_name or f"Player {i + 1}" for i, p in enumerate(players)),
             bots=tuple(int(p.bot) for p in players),
@@ -728,3 +728,13 @@ def _append(
         out.append(StoredEvent(version, seq, message.SerializeToString()))
         if messages is not None:
             messages.append(message)
+
+
+def _seat_token() -> str:
+    """A seat's token: 192 random bits, base64url, never starting with "-",
+    which a command line would read as an option (``railyard-bot --token
+    -x...`` failed once in a test)."""
+    while True:
+        token = secrets.token_urlsafe(24)
+        if token[0] != "-":
+            return token

@@ -582,8 +582,7 @@ def test_railyard_bot_finishes_a_game_on_another_replica(
                 url,
                 "--game",
                 game_id,
-                "--token",
-                tokens[seat],
+                f"--token={tokens[seat]}",  # the = form takes any token
                 *how,
                 log_path=tmp_path / f"bot{seat}.log",
             )

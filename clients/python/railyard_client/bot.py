@@ -163,7 +163,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "with commas, to name replicas to fall back on",
     )
     parser.add_argument("--game", required=True, help="the game id")
-    parser.add_argument("--token", required=True, help="the seat's token from CreateGame")
+    parser.add_argument(
+        "--token",
+        required=True,
+        help="the seat's token from CreateGame (write --token=T if it starts with '-')",
+    )
     how = parser.add_mutually_exclusive_group(required=True)
     how.add_argument("--level", choices=("random", "greedy", "expert"), help="an engine bot")
     how.add_argument("--module", help="module:function, choose(view, legal) -> move")
