@@ -345,11 +345,33 @@ def click_a_move(page: Any, now: dict[str, Any]) -> None:
     else:
         action = next(a for a in ("draw", "pass", "endTurn") if a in now["actions"])
         page.click(f"#actions button[data-action='{action}']")
-    page.wait_for_function(
-        "v => document.body.dataset.version !== v || document.body.dataset.status === 'finished'",
-        arg=now["version"],
-    )
+    try:
+        page.wait_for_function(
+            "v => document.body.dataset.version !== v"
+            " || document.body.dataset.status === 'finished'"
+            " || !document.getElementById('error').hidden",
+            arg=now["version"],
+        )
+    except playwright_sync.TimeoutError:
+        raise AssertionError(f"the move never showed: {page_report(page)}") from None
     assert page.locator("#error").is_hidden(), page.inner_text("#error")
+
+
+def page_report(page: Any) -> str:
+    """What the page shows and the last answers it read, for a failure message."""
+    return json.dumps(
+        page.evaluate(
+            """() => ({
+  state: (""" + STATE_JS + """)(),
+  error: document.getElementById('error').hidden ? null : document.getElementById('error').textContent,
+  targets: [...document.querySelectorAll('button.target')].map(b => b.dataset.notation),
+  selected: [...document.querySelectorAll('#hand .selected')].map(b => b.dataset.tile),
+  turn: document.getElementById('turn-line').textContent,
+  received: window.__received.slice(-6).map(r => ({url: r.url, body: r.body.slice(0, 300)})),
+})"""
+        ),
+        indent=1,
+    )
 
 
 def refused_once(page: Any) -> None:
