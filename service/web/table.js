@@ -38,6 +38,14 @@ const state = {
   watch: null,
   refreshTimer: null,
   stopped: false,
+  // What the table shows (setView's key of it): a refresh that brings nothing
+  // new does not rebuild the page. A rebuild between a tap's press and its
+  // release swallows the tap (the click lands on no button): the events of a
+  // move arrive over SSE just as its answer renders, and their refresh came
+  // while the next tile or target was being tapped.
+  shown: null,
+  // The newest version a move's answer brought, before it renders.
+  answered: -1,
 };
 
 // ------------------------------------------------------------------ HTTP
@@ -247,6 +255,8 @@ async function openTable(params) {
     view: null,
     legal: [],
     selected: null,
+    shown: null,
+    answered: -1,
     events: [],
     eventCounts: new Map(),
   });
@@ -332,7 +342,15 @@ function setView(view, legal, legalVersion) {
     const { hand: _hand, viewerSeat: _viewer, ...table } = view;
     state.view = table;
   }
+  const shown = [view.version ?? "0", view.status, state.activeSeat, state.revealed, state.legalVersion, ...state.legal.map((m) => m.notation)].join("|");
+  if (shown === state.shown) return;
+  state.shown = shown;
   render();
+}
+
+/** Whether the stream's ``version`` is newer than what the table shows or a move's answer brought. */
+function isNews(version) {
+  return !state.view || Number(version ?? 0) > Math.max(Number(state.view.version ?? 0), state.answered);
 }
 
 function scheduleRefresh() {
@@ -633,9 +651,11 @@ async function play(legalMove) {
       body: { move: legalMove.move, expectedVersion: state.legalVersion, requestId: crypto.randomUUID() },
     });
     state.selected = null;
+    state.shown = null; // the selection is gone: the next view renders
     for (const e of answer.events ?? []) addEvent(e, "move");
-    state.busy = false;
     const view = answer.game;
+    state.answered = Math.max(state.answered, Number(view.version ?? 0));
+    state.busy = false;
     let legal = [];
     let version = view.version ?? "0";
     if (view.status !== "GAME_STATUS_FINISHED" && (view.currentSeat ?? 0) === state.activeSeat) {
@@ -647,6 +667,7 @@ async function play(legalMove) {
   } catch (error) {
     state.busy = false;
     state.selected = null; // choose again, on the game as it is now
+    state.shown = null;
     showError(error);
     await refresh();
   }
@@ -771,12 +792,12 @@ async function watch() {
           const event = JSON.parse(data);
           after = event.version ?? "0";
           if (event.snapshot) {
-            if (!state.view || Number(event.snapshot.version ?? 0) > Number(state.view.version ?? 0)) scheduleRefresh();
+            if (isNews(event.snapshot.version)) scheduleRefresh();
             continue;
           }
           addEvent(event, "watch");
           if (event.gameEnded) ended = true;
-          if (!state.view || Number(event.version ?? 0) > Number(state.view.version ?? 0)) scheduleRefresh();
+          if (isNews(event.version)) scheduleRefresh();
         }
       }
     } catch (error) {
