@@ -359,19 +359,21 @@ def click_a_move(page: Any, now: dict[str, Any]) -> None:
 
 def page_report(page: Any) -> str:
     """What the page shows and the last answers it read, for a failure message."""
-    return json.dumps(
-        page.evaluate(
-            """() => ({
-  state: (""" + STATE_JS + """)(),
-  error: document.getElementById('error').hidden ? null : document.getElementById('error').textContent,
-  targets: [...document.querySelectorAll('button.target')].map(b => b.dataset.notation),
-  selected: [...document.querySelectorAll('#hand .selected')].map(b => b.dataset.tile),
-  turn: document.getElementById('turn-line').textContent,
-  received: window.__received.slice(-6).map(r => ({url: r.url, body: r.body.slice(0, 300)})),
-})"""
-        ),
-        indent=1,
-    )
+    shown = page.evaluate(STATE_JS)
+    extra = page.evaluate(PAGE_REPORT_JS)
+    return json.dumps({"state": shown, **extra}, indent=1)
+
+
+PAGE_REPORT_JS = """() => {
+  const error = document.getElementById("error");
+  return {
+    error: error.hidden ? null : error.textContent,
+    targets: [...document.querySelectorAll("button.target")].map(b => b.dataset.notation),
+    selected: [...document.querySelectorAll("#hand .selected")].map(b => b.dataset.tile),
+    turn: document.getElementById("turn-line").textContent,
+    received: window.__received.slice(-6).map(r => ({url: r.url, body: r.body.slice(0, 300)})),
+  };
+}"""
 
 
 def refused_once(page: Any) -> None:
