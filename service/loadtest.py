@@ -212,6 +212,9 @@ class Loadtest:
         self.tally = Tally()
         self.progress = progress
         self.elapsed = 0.0
+        #: CPU seconds this process spent during the run: near ``elapsed``, the
+        #: tool itself (one Python process) is the limit, not the service.
+        self.cpu = 0.0
         self.interrupted = False
         self._rng = random.Random()
         self._clock = _Clock(0.0, 0.0)
@@ -249,7 +252,7 @@ class Loadtest:
     async def run(self) -> None:
         """Play until ``games`` are started and over, or the duration has passed."""
         await self.preflight()
-        begun = time.monotonic()
+        begun, cpu_begun = time.monotonic(), time.process_time()
         self._clock = _Clock(begun, begun + self.plan.duration)
         clients = [self._client(i) for i in range(self.plan.concurrency)]
         reporter = asyncio.create_task(self._report()) if self.progress else None
@@ -260,6 +263,7 @@ class Loadtest:
             self.interrupted = True
         finally:
             self.elapsed = self._clock.elapsed()
+            self.cpu = time.process_time() - cpu_begun
             if reporter is not None:
                 reporter.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -382,6 +386,7 @@ class Loadtest:
             "transport": self.plan.transport,
             "urls": list(self.plan.urls),
             "seconds": round(self.elapsed, 3),
+            "client_cpu_seconds": round(self.cpu, 3),
             "interrupted": self.interrupted,
             "games": {
                 "started": t.started,
@@ -411,7 +416,8 @@ class Loadtest:
             f"railyard loadtest: {f['transport']} to {len(plan.urls)} URL(s), "
             f"{plan.concurrency} concurrent, preset {plan.preset}, {rounds}, {seats}"
             + (" (interrupted)" if self.interrupted else ""),
-            f"time       {f['seconds']:.1f} s",
+            f"time       {f['seconds']:.1f} s (this tool's CPU: {self.cpu:.1f} s; near the "
+            "time, the tool is the limit: run several)",
             f"games      {games['finished']} finished ({games['per_second']:.2f}/s), "
             f"{games['abandoned']} abandoned, {games['cut_at_deadline']} cut at the deadline",
             f"moves      {moves['applied']} applied ({moves['per_second']:.1f}/s), "
