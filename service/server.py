@@ -42,7 +42,11 @@ def _listen_http(settings: Settings) -> socket.socket:
     """The HTTP port's socket, bound (uvicorn listens on it), or a
     StartupError naming the setting to change."""
     family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on a connection whose
+    # socket says TCP (accepted ones inherit proto 0 otherwise), and without it
+    # Nagle's algorithm held every keep-alive response ~40 ms for the client's
+    # delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((settings.host, settings.http_port))

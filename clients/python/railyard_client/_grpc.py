@@ -3,7 +3,7 @@ per endpoint, refusals turned into :class:`RailyardError`."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Generator, Sequence
+from collections.abc import AsyncGenerator, Generator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import grpc
@@ -23,16 +23,27 @@ def _target(endpoint: str) -> tuple[str, bool]:
     return endpoint.removeprefix("grpc://"), False
 
 
-def _metadata(token: str | None) -> tuple[tuple[str, str], ...]:
-    return (("authorization", f"Bearer {token}"),) if token else ()
+def _metadata(token: str | None, extra: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    return ((("authorization", f"Bearer {token}"),) if token else ()) + extra
+
+
+def _extra_metadata(headers: Mapping[str, str] | None) -> tuple[tuple[str, str], ...]:
+    # gRPC metadata keys are lowercase ASCII; an HTTP header name is not case-sensitive.
+    return tuple((name.lower(), value) for name, value in (headers or {}).items())
 
 
 class GrpcTransport:
     """Blocking gRPC calls to one of ``endpoints``."""
 
-    def __init__(self, endpoints: Sequence[str], timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        endpoints: Sequence[str],
+        timeout: float = 10.0,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         self.endpoints = list(endpoints)
         self.timeout = timeout
+        self._extra = _extra_metadata(headers)
         self._index = 0
         self._channels: dict[int, grpc.Channel] = {}
 
@@ -58,7 +69,7 @@ class GrpcTransport:
     def unary(self, method: str, request: Message, into: M, token: str | None) -> M:
         try:
             answer: M = getattr(self._stub(), method)(
-                request, metadata=_metadata(token), timeout=self.timeout
+                request, metadata=_metadata(token, self._extra), timeout=self.timeout
             )
         except grpc.RpcError as exc:
             raise from_grpc(exc) from exc
@@ -71,7 +82,7 @@ class GrpcTransport:
         request = pb.WatchGameRequest(game_id=game_id)
         if after_version is not None:
             request.after_version = after_version
-        call = self._stub().WatchGame(request, metadata=_metadata(token))
+        call = self._stub().WatchGame(request, metadata=_metadata(token, self._extra))
         try:
             yield from call
         except grpc.RpcError as exc:
@@ -88,9 +99,15 @@ class GrpcTransport:
 class AsyncGrpcTransport:
     """The asyncio twin of :class:`GrpcTransport` (``grpc.aio``)."""
 
-    def __init__(self, endpoints: Sequence[str], timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        endpoints: Sequence[str],
+        timeout: float = 10.0,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         self.endpoints = list(endpoints)
         self.timeout = timeout
+        self._extra = _extra_metadata(headers)
         self._index = 0
         self._channels: dict[int, grpc.aio.Channel] = {}
 
@@ -116,7 +133,7 @@ class AsyncGrpcTransport:
     async def unary(self, method: str, request: Message, into: M, token: str | None) -> M:
         try:
             answer: M = await getattr(self._stub(), method)(
-                request, metadata=_metadata(token), timeout=self.timeout
+                request, metadata=_metadata(token, self._extra), timeout=self.timeout
             )
         except grpc.RpcError as exc:
             raise from_grpc(exc) from exc
@@ -129,7 +146,7 @@ class AsyncGrpcTransport:
         request = pb.WatchGameRequest(game_id=game_id)
         if after_version is not None:
             request.after_version = after_version
-        call = self._stub().WatchGame(request, metadata=_metadata(token))
+        call = self._stub().WatchGame(request, metadata=_metadata(token, self._extra))
         try:
             async for event in call:
                 yield event

@@ -7,7 +7,7 @@ returns, so one client class serves both.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Generator, Sequence
+from collections.abc import AsyncGenerator, Generator, Mapping, Sequence
 from typing import Any, Final, TypeVar
 from urllib.parse import quote
 
@@ -108,10 +108,15 @@ def _event(kind: str, data: str) -> pb.GameEvent | None:
 class HttpTransport:
     """Blocking HTTP/JSON calls to one of ``endpoints`` (base URLs)."""
 
-    def __init__(self, endpoints: Sequence[str], timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        endpoints: Sequence[str],
+        timeout: float = 10.0,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         self.endpoints = [e.rstrip("/") for e in endpoints]
         self._index = 0
-        self._http = httpx.Client(timeout=timeout)
+        self._http = httpx.Client(timeout=timeout, headers=headers)
 
     @property
     def endpoint(self) -> str:
@@ -160,10 +165,15 @@ class HttpTransport:
 class AsyncHttpTransport:
     """The asyncio twin of :class:`HttpTransport`."""
 
-    def __init__(self, endpoints: Sequence[str], timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        endpoints: Sequence[str],
+        timeout: float = 10.0,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         self.endpoints = [e.rstrip("/") for e in endpoints]
         self._index = 0
-        self._http = httpx.AsyncClient(timeout=timeout)
+        self._http = httpx.AsyncClient(timeout=timeout, headers=headers)
 
     @property
     def endpoint(self) -> str:

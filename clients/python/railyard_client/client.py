@@ -15,7 +15,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Generator,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from typing import Protocol, TypeVar
 
 from google.protobuf.message import Message
@@ -77,6 +85,8 @@ class Client:
     ``endpoints``: ``http://host:8080`` (HTTP/JSON) or ``host:50051`` /
     ``grpc://host:50051`` (gRPC), or a list of replicas of one kind.
     ``token``: the default seat token (each call may pass its own).
+    ``headers``: sent with every call, as HTTP headers or gRPC metadata
+    (an operator's API key: ``{"x-api-key": key}``).
     """
 
     def __init__(
@@ -87,10 +97,13 @@ class Client:
         timeout: float = 10.0,
         retry: RetryPolicy | None = None,
         max_reconnects: int = 8,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         found, http = _endpoints(endpoints)
         self.transport: _Transport = (
-            HttpTransport(found, timeout) if http else GrpcTransport(found, timeout)
+            HttpTransport(found, timeout, headers)
+            if http
+            else GrpcTransport(found, timeout, headers)
         )
         self.token = token
         self.retry = retry or RetryPolicy()
@@ -203,7 +216,7 @@ class Client:
 
 class AsyncClient:
     """The asyncio twin of :class:`Client`: the same methods, awaited;
-    ``watch`` is an async iterator."""
+    ``watch`` is an async iterator. ``headers`` as for :class:`Client`."""
 
     def __init__(
         self,
@@ -213,10 +226,13 @@ class AsyncClient:
         timeout: float = 10.0,
         retry: RetryPolicy | None = None,
         max_reconnects: int = 8,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         found, http = _endpoints(endpoints)
         self.transport: _AsyncTransport = (
-            AsyncHttpTransport(found, timeout) if http else AsyncGrpcTransport(found, timeout)
+            AsyncHttpTransport(found, timeout, headers)
+            if http
+            else AsyncGrpcTransport(found, timeout, headers)
         )
         self.token = token
         self.retry = retry or RetryPolicy()
