@@ -56,7 +56,7 @@ class ApiKeys:
 
         >>> ApiKeys.parse("acme:" + "k" * 16).entries[0][0]
         'acme'
-        >>> ApiKeys.parse("acme:short")
+        >>> ApiKeys.parse("acme:short")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ValueError: API key entry 1 (acme): a key must have at least 16 characters ...
         """

@@ -80,6 +80,18 @@ def test_keys_are_configured_by_name_as_keys_or_their_hashes(tmp_path: Any) -> N
         Settings(api_keys_file=str(tmp_path / "missing"))
 
 
+def test_the_tenants_module_examples_hold() -> None:
+    """service.tenants' doctests (make unit collects no doctests under service/)."""
+    import doctest
+
+    import service.identity
+    import service.tenants
+
+    for module in (service.tenants, service.identity):
+        failed, tried = doctest.testmod(module)
+        assert tried and not failed
+
+
 @pytest.mark.parametrize("kind", ["memory", "redis"])
 def test_the_live_game_count_is_checked_and_added_in_one_step(redis_url: str, kind: str) -> None:
     """reserve_live counts a game once (a retry finds it HELD), refuses past
