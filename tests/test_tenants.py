@@ -89,7 +89,8 @@ def test_the_tenants_module_examples_hold() -> None:
 
     for module in (service.tenants, service.identity):
         failed, tried = doctest.testmod(module)
-        assert tried and not failed
+        assert tried
+        assert not failed
 
 
 @pytest.mark.parametrize("kind", ["memory", "redis"])
@@ -353,5 +354,47 @@ def test_the_per_tenant_create_rate_is_shared_by_replicas(redis_url: str) -> Non
             await asyncio.sleep(1.1)  # one token back
             created = await b.stub.CreateGame(refused, metadata=keyed(ACME_KEY))
             assert not created.replayed  # the refused request had created nothing
+
+    run(go())
+
+
+def test_a_create_refused_after_it_was_counted_gives_its_place_back(redis_url: str) -> None:
+    """The place under the cap is taken before the bots' first turns are
+    played; a CreateGame refused there (the bot turns over bot_cpu_limit:
+    INVALID_ARGUMENT, nothing stored) gives it back, so a cap of one still
+    admits the next game, and only one."""
+
+    async def go() -> None:
+        strict = {"bot_cpu_limit": 1e-9}
+        players = [pb.Player(bot=pb.BOT_LEVEL_GREEDY), pb.Player(display_name="Ann")]
+        async with (
+            instance(RedisStore(redis_url), Settings(bot_processes=0, **strict)) as open_svc,
+            instance(
+                RedisStore(redis_url), tenant_settings(tenant_max_live_games=1, **strict)
+            ) as svc,
+        ):
+            # A deal where the bot moves first: its turn is over the CPU limit.
+            for n in range(100):
+                request = pb.CreateGameRequest(players=players, ruleset=SHORT, seed=f"bot{n}")
+                try:
+                    await open_svc.stub.CreateGame(request)
+                except grpc.aio.AioRpcError:
+                    break
+            else:
+                raise AssertionError("no deal of 100 lets the bot begin")
+            code, reason, meta = await expect_error(
+                lambda: svc.stub.CreateGame(request, metadata=keyed(ACME_KEY))
+            )
+            assert (code, reason, "limit" in meta) == (
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "INVALID_ARGUMENT",
+                True,
+            )
+            people_only = pb.CreateGameRequest(players=people(2), ruleset=SHORT)
+            await svc.stub.CreateGame(people_only, metadata=keyed(ACME_KEY))
+            _, reason, _ = await expect_error(
+                lambda: svc.stub.CreateGame(people_only, metadata=keyed(ACME_KEY))
+            )
+            assert reason == "TOO_MANY_GAMES"
 
     run(go())
