@@ -35,11 +35,14 @@ from service.store import (
     Commit,
     GameExistsError,
     GameRecord,
+    OutcomeUnknownError,
+    Reservation,
     Store,
     StoredEvent,
     StoreUnavailableError,
 )
 from service.telemetry import Metrics
+from service.tenants import seat_token_of
 
 log = logging.getLogger("railyard")
 
@@ -57,11 +60,13 @@ _COMMIT_ATTEMPTS: Final = 8
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """Who is calling: the bearer token (if any), and the client's address
-    (through trusted proxies only: service.identity), for rate limits."""
+    """Who is calling: the bearer token (if any), the client's address
+    (through trusted proxies only: service.identity), for rate limits, and
+    the operator's API key it sent (``x-api-key``; service.tenants)."""
 
     token: str | None = None
     address: str = ""
+    api_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +78,9 @@ class Seats:
     token_hashes: tuple[str, ...]
     #: The seed came from CreateGame's caller (GameView.seedFromCaller).
     seed_from_caller: bool = False
+    #: The tenant whose API key created the game (service.tenants), so that
+    #: whatever path finishes it releases its place under the tenant's cap.
+    tenant: str | None = None
 
     def to_bytes(self) -> bytes:
         fields: dict[str, object] = {
@@ -82,6 +90,8 @@ class Seats:
         }
         if self.seed_from_caller:
             fields["callerSeed"] = True
+        if self.tenant is not None:
+            fields["tenant"] = self.tenant
         return json.dumps(fields, separators=(",", ":")).encode()
 
     @classmethod
@@ -110,6 +120,7 @@ def _seats_of(data: bytes) -> Seats:
         tuple(raw["bots"]),
         tuple(raw["tokens"]),
         bool(raw.get("callerSeed", False)),  # absent in games stored before it
+        raw.get("tenant"),
     )
 
 
@@ -202,6 +213,8 @@ class GameApp:
         self.metrics = Metrics()
         #: WatchGame streams open now, both transports (Settings.max_watchers).
         self.watching = 0
+        #: The operator's API keys: with any, CreateGame needs one (service.tenants).
+        self.api_keys = self.settings.api_key_set()
 
     def close(self) -> None:
         """Stop the bots' worker processes (the store is closed by its owner)."""
@@ -236,6 +249,92 @@ class GameApp:
         """Charge a call that names no verified seat to the caller's address:
         an invented token costs nothing, an address does."""
         await self._admit(rate_key(caller.address))
+
+    async def _tenant_of(self, caller: Caller) -> str | None:
+        """The tenant of a CreateGame's API key, its bucket charged; None
+        where no key is configured (the open embedded default). No key is
+        UNAUTHENTICATED, a key of no tenant PERMISSION_DENIED BAD_API_KEY,
+        an empty bucket RESOURCE_EXHAUSTED RATE_LIMITED."""
+        if not self.api_keys.required:
+            return None
+        if not caller.api_key:
+            raise err.api_key_required()
+        tenant = self.api_keys.tenant_of(caller.api_key)
+        if tenant is None:
+            raise err.bad_api_key()
+        rate = self.settings.tenant_create_rate
+        if rate > 0:
+            # In the store whatever rate_limit_scope says: a tenant's limit is
+            # the operator's contract with it, not a replica's self-defence.
+            try:
+                wait = await self.store.take(
+                    f"tenant:{tenant}", rate, self.settings.tenant_create_burst
+                )
+            except StoreUnavailableError:
+                wait = 0.0  # admitted: the create's own use of the store answers 503
+            if wait > 0:
+                raise err.tenant_rate_limited(tenant, wait)
+        return tenant
+
+    async def _reserve_live(self, tenant: str | None, game_id: str) -> Reservation | None:
+        """Count the game under its tenant's cap (None: no tenant), or refuse
+        it: RESOURCE_EXHAUSTED TOO_MANY_GAMES."""
+        if tenant is None:
+            return None
+        cap = self.settings.tenant_max_live_games
+        try:
+            reservation = await self.store.reserve_live(tenant, game_id, cap)
+        except StoreUnavailableError as exc:
+            raise self._store_failed(exc) from exc
+        if reservation is Reservation.FULL:
+            raise err.too_many_games(tenant, cap)
+        return reservation
+
+    async def _release_live(self, tenant: str, game_id: str) -> None:
+        """No longer count the game under its tenant's cap. A store failure
+        here fails nothing that was done: it is logged, and the game stops
+        counting when its place expires (game_ttl after its creation)."""
+        try:
+            await self.store.release_live(tenant, game_id)
+        except StoreUnavailableError as exc:
+            self.metrics.store_unavailable.inc()
+            log.warning(
+                "game %s: its place under %s's cap was not released: %s", game_id, tenant, exc
+            )
+
+    async def game_finished(self, game_id: str, seats: Seats) -> None:
+        """A game's finishing commit is done: counted, and its place under
+        its tenant's live-game cap released. Every path that commits a
+        finished game calls this once, after the commit succeeded: a person's
+        move and its bots (ApplyMove), a game of bots finished by CreateGame,
+        and the service's own background play."""
+        self.metrics.games_finished.inc()
+        if seats.tenant is not None:
+            await self._release_live(seats.tenant, game_id)
+
+    async def _replayed_for(
+        self, game_id: str, remembered: bytes, caller: Caller, tenant: str | None
+    ) -> tuple[pb.CreateGameResponse, bool]:
+        """A repeated CreateGame's answer, and whether its game is in
+        progress. With a tenant, the seat tokens are derived again from the
+        caller's key (service.tenants.seat_token_of) and handed back only if
+        they are the game's: a key that created the game recovers them, any
+        other (a rotated key of the same tenant) gets none."""
+        response = _replayed(remembered)
+        if tenant is None or not caller.api_key:
+            return response, True  # no token either way; the count is not ours to settle
+        loaded = await self._load(game_id)
+        tokens = {
+            seat: seat_token_of(caller.api_key, game_id, seat)
+            for seat, stored in enumerate(loaded.seats.token_hashes)
+            if stored
+        }
+        if tokens and all(
+            hmac.compare_digest(_hash_token(t), loaded.seats.token_hashes[s])
+            for s, t in tokens.items()
+        ):
+            response.seats.extend(pb.SeatToken(seat=s, token=t) for s, t in tokens.items())
+        return response, not loaded.game.over
 
     async def _seated(
         self, game_id: str, caller: Caller, required: bool
@@ -355,6 +454,7 @@ class GameApp:
         self, request: pb.CreateGameRequest, caller: Caller
     ) -> pb.CreateGameResponse:
         await self._admit_address(caller)  # a new game has no seat yet: its creator's address
+        tenant = await self._tenant_of(caller)  # 401 / 403 before judging the body
         self._check_request_id(request.request_id)
         players = request.players
         if not players:
@@ -390,26 +490,63 @@ class GameApp:
             game = engine.new_game(ruleset, len(players), seed)
         except engine.RailyardError as exc:
             raise err.from_engine(exc) from exc
+        key: str | None = None
         if request.request_id:
-            # A retry must land on the same game: its id follows from the request.
-            digest = hashlib.sha256(b"create\0" + request.SerializeToString(deterministic=True))
+            # A retry must land on the same game: its id follows from the
+            # request, and from its tenant, so that another tenant's same
+            # body and id make a game of their own.
+            scope = b"create\0" if tenant is None else b"create\0tenant\0%s\0" % tenant.encode()
+            digest = hashlib.sha256(scope + request.SerializeToString(deterministic=True))
             game_id = digest.hexdigest()[:_GAME_ID_LEN]
+            key = f"create:{request.request_id}"
+            if tenant is not None:
+                key = f"create:{tenant}:{request.request_id}"
             # A retry answered before its bots play again: a game of bots only
             # would otherwise be replayed whole (seconds of worker CPU) for
             # the answer the store already holds.
             try:
-                remembered = await self.store.recall(game_id, f"create:{request.request_id}")
+                remembered = await self.store.recall(game_id, key)
             except StoreUnavailableError as exc:
                 raise self._store_failed(exc) from exc
             if remembered is not None:
-                return _replayed(remembered)
+                return (await self._replayed_for(game_id, remembered, caller, tenant))[0]
         else:
             game_id = secrets.token_hex(_GAME_ID_LEN // 2)
+        place = _Place(tenant, await self._reserve_live(tenant, game_id))
+        try:
+            return await self._create(request, caller, game, game_id, key, place)
+        finally:
+            # A place this request took and its game does not keep (refused,
+            # nothing stored) is given back, however the request ended.
+            if place.reservation is Reservation.ADDED and not place.counted:
+                assert tenant is not None
+                await self._release_live(tenant, game_id)
+
+    async def _create(
+        self,
+        request: pb.CreateGameRequest,
+        caller: Caller,
+        game: engine.GameState,
+        game_id: str,
+        key: str | None,
+        place: _Place,
+    ) -> pb.CreateGameResponse:
+        """CreateGame once the request is judged and the game dealt: seats,
+        the bots' first turns, the store; ``place.counted`` set where the
+        game keeps its place under the tenant's cap."""
+        players = request.players
         # A token for each person's seat only (192 random bits each): a bot
         # seat's token would show its creator that bot's hand. A bot seat's
         # stored hash is "", which Seats.seat_of never matches: it compares
         # SHA-256 hex digests, and a digest is never "".
-        tokens = {i: _seat_token() for i, p in enumerate(players) if not p.bot}
+        # Under an API key, derived from it (service.tenants): the same key's
+        # replay gets them back, no other caller can compute them.
+        api_key = caller.api_key if place.tenant is not None else None
+        tokens = {
+            i: _seat_token() if api_key is None else seat_token_of(api_key, game_id, i)
+            for i, p in enumerate(players)
+            if not p.bot
+        }
         seats = Seats(
             names=tuple(p.display_name or f"Player {i + 1}" for i, p in enumerate(players)),
             bots=tuple(int(p.bot) for p in players),
@@ -417,6 +554,7 @@ class GameApp:
                 _hash_token(tokens[i]) if i in tokens else "" for i in range(len(players))
             ),
             seed_from_caller=bool(request.seed),
+            tenant=place.tenant,
         )
         events: list[StoredEvent] = []
         _append(events, game.opening_events, 0)
@@ -430,13 +568,16 @@ class GameApp:
             seats=[pb.SeatToken(seat=i, token=t) for i, t in tokens.items()],
         )
         record = GameRecord(game_id, game.version, _state_bytes(game), seats.to_bytes())
-        key = f"create:{request.request_id}" if request.request_id else None
         # Remembered without its tokens: a request id is no secret (anyone
         # can send the same body and id), so a replay must not hand out
-        # seats, and tokens are at rest only as hashes (in the seats).
+        # seats, and tokens are at rest only as hashes (in the seats). Under
+        # an API key, only that key's replay derives them again.
         payload = pb.CreateGameResponse(game=response.game).SerializeToString()
         try:
             remembered = await self.store.create(record, events, key, payload)
+        except OutcomeUnknownError as exc:
+            place.counted = True  # it may have been created: its retry finds out
+            raise self._store_failed(exc) from exc
         except StoreUnavailableError as exc:
             raise self._store_failed(exc) from exc
         except GameExistsError as exc:
@@ -451,12 +592,23 @@ class GameApp:
                 gameId=game_id,
             ) from exc
         if remembered is not None:
-            return _replayed(remembered)  # a concurrent twin of this request created it first
-        log.info("game %s created: %d players, %s", game_id, len(players), ruleset.preset)
+            # A concurrent twin of this request created it first.
+            replayed, place.counted = await self._replayed_for(
+                game_id, remembered, caller, place.tenant
+            )
+            return replayed
+        place.counted = True
+        log.info(
+            "game %s created: %d players, %s%s",
+            game_id,
+            len(players),
+            game.rules.preset,
+            "" if place.tenant is None else f", API key {place.tenant}",
+        )
         self.metrics.games_created.inc()
         self.metrics.bot_moves.inc(bot_moves)
         if game.over:
-            self.metrics.games_finished.inc()
+            await self.game_finished(game_id, seats)
         return response
 
     async def get_game(self, game_id: str, caller: Caller) -> pb.GameView:
@@ -542,7 +694,7 @@ class GameApp:
                 self.metrics.person_moves.inc()
                 self.metrics.bot_moves.inc(bot_moves)
                 if game.over:
-                    self.metrics.games_finished.inc()
+                    await self.game_finished(request.game_id, loaded.seats)
                 return answer
             if result is Commit.NOT_FOUND:
                 raise err.not_found(request.game_id)
@@ -689,6 +841,16 @@ class GameApp:
         except StoreUnavailableError:
             return False
         return True
+
+
+@dataclass(slots=True)
+class _Place:
+    """A new game's place under its tenant's live-game cap, as CreateGame holds it."""
+
+    tenant: str | None
+    reservation: Reservation | None
+    #: The tenant's count keeps the game (created, or maybe created).
+    counted: bool = False
 
 
 def _replayed(remembered: bytes) -> pb.CreateGameResponse:

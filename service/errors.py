@@ -118,6 +118,54 @@ def rate_limited(retry_after: float) -> ServiceError:
     )
 
 
+def api_key_required() -> ServiceError:
+    """A CreateGame without an API key where the operator configured keys:
+    API.md's UNAUTHENTICATED reason, the message saying which credential."""
+    return ServiceError(
+        grpc.StatusCode.UNAUTHENTICATED,
+        "UNAUTHENTICATED",
+        "creating a game here needs an API key: send it as the 'x-api-key' header "
+        "(gRPC: 'x-api-key' metadata)",
+    )
+
+
+def bad_api_key() -> ServiceError:
+    """An API key that is none of the configured ones (its text is never echoed)."""
+    return ServiceError(
+        grpc.StatusCode.PERMISSION_DENIED,
+        "BAD_API_KEY",
+        "the x-api-key is not an API key of this service",
+    )
+
+
+def tenant_rate_limited(tenant: str, retry_after: float) -> ServiceError:
+    """The tenant's CreateGame bucket is empty (Settings.tenant_create_rate)."""
+    seconds = max(1, round(retry_after + 0.5))
+    return ServiceError(
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        "RATE_LIMITED",
+        f"too many games created with API key {tenant!r}: retry in {seconds} s",
+        {"retryAfterSeconds": str(seconds), "tenant": tenant},
+    )
+
+
+#: Seconds a CreateGame refused for TOO_MANY_GAMES is told to wait: a slot
+#: comes back when one of the tenant's games ends, which the service cannot
+#: foresee; a short wait lets a client poll without hammering.
+GAMES_RETRY_AFTER: Final = 10
+
+
+def too_many_games(tenant: str, cap: int, retry_after: int = GAMES_RETRY_AFTER) -> ServiceError:
+    """The tenant has ``cap`` games in progress (Settings.tenant_max_live_games)."""
+    return ServiceError(
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        "TOO_MANY_GAMES",
+        f"API key {tenant!r} has {cap} games in progress, its cap: finish one, or retry "
+        f"in {retry_after} s",
+        {"retryAfterSeconds": str(retry_after), "maxLiveGames": str(cap), "tenant": tenant},
+    )
+
+
 #: Seconds a watch refused for TOO_MANY_WATCHERS is told to wait: streams end
 #: with their games or their clients, so room comes back within seconds, and
 #: behind a load balancer the retry may reach a replica with room now.

@@ -25,7 +25,7 @@ from service.api import game_service_pb2 as pb
 from service.api import game_service_pb2_grpc as pb_grpc
 from service.app import Caller, GameApp
 from service.errors import DOMAIN, ServiceError
-from service.identity import TrustedProxies, grpc_peer_host, seat_token
+from service.identity import TrustedProxies, api_key_of, grpc_peer_host, seat_token
 from service.settings import Settings
 from service.streams import until_closed
 
@@ -54,6 +54,7 @@ def _caller(context: grpc.aio.ServicerContext[object, object], proxies: TrustedP
     header raises UNAUTHENTICATED) and the client's address: the peer's host
     (every connection has its own port), through trusted proxies only."""
     authorization: list[str] = []
+    api_keys: list[str] = []
     forwarded: str | None = None
     forwarded_for: str | None = None
     for key, value in context.invocation_metadata() or ():
@@ -61,6 +62,8 @@ def _caller(context: grpc.aio.ServicerContext[object, object], proxies: TrustedP
             continue
         if key == "authorization":
             authorization.append(value)
+        elif key == "x-api-key":
+            api_keys.append(value)
         elif key == "forwarded":
             forwarded = value
         elif key == "x-forwarded-for":
@@ -68,7 +71,7 @@ def _caller(context: grpc.aio.ServicerContext[object, object], proxies: TrustedP
     address = grpc_peer_host(context.peer() or "")
     if proxies.networks:
         address = proxies.client(address, forwarded=forwarded, forwarded_for=forwarded_for)
-    return Caller(token=seat_token(authorization), address=address)
+    return Caller(token=seat_token(authorization), address=address, api_key=api_key_of(api_keys))
 
 
 class _Undecodable:

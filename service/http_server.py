@@ -44,7 +44,7 @@ from service.api import game_service_pb2 as pb
 from service.app import Caller, GameApp
 from service.errors import ServiceError
 from service.field_limits import FIELD_LIMITS
-from service.identity import TrustedProxies, seat_token
+from service.identity import TrustedProxies, api_key_of, seat_token
 from service.settings import cors_origin_list
 from service.streams import until_closed
 
@@ -56,6 +56,7 @@ _INT64: Final = re.compile(r"-?[0-9]{1,19}")
 _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
 _SEAT_TOKEN: Final = "seatToken"
+_API_KEY: Final = "apiKey"
 
 # ------------------------------------------------------------------ wire helpers
 
@@ -292,7 +293,8 @@ async def get_caller(request: Request) -> Caller:
 
 def caller_of(scope: Scope, proxies: TrustedProxies) -> Caller:
     """The caller of a request: its ``authorization`` header (absent: a
-    spectator), and its address, through trusted proxies only."""
+    spectator), its address, through trusted proxies only, and its
+    ``x-api-key`` header."""
     client = scope.get("client")
     peer = str(client[0]) if client else ""
     if proxies.networks:
@@ -301,10 +303,14 @@ def caller_of(scope: Scope, proxies: TrustedProxies) -> Caller:
             forwarded=scope_header(scope, b"forwarded"),
             forwarded_for=scope_header(scope, b"x-forwarded-for"),
         )
-    authorization = [
-        value.decode("latin-1") for key, value in scope["headers"] if key == b"authorization"
-    ]
-    return Caller(token=seat_token(authorization), address=peer)
+    authorization: list[str] = []
+    api_keys: list[str] = []
+    for key, value in scope["headers"]:
+        if key == b"authorization":
+            authorization.append(value.decode("latin-1"))
+        elif key == b"x-api-key":
+            api_keys.append(value.decode("latin-1"))
+    return Caller(token=seat_token(authorization), address=peer, api_key=api_key_of(api_keys))
 
 
 async def get_game_id(request: Request) -> str:
@@ -329,7 +335,8 @@ _ERROR_DESCRIPTIONS: Final = {
     404: "NOT_FOUND (GAME_NOT_FOUND)",
     409: "ABORTED (VERSION_MISMATCH): expectedVersion is not the game's version",
     429: "RESOURCE_EXHAUSTED (RATE_LIMITED; BOTS_BUSY: CreateGame only, the replica's bot "
-    "workers are busy); Retry-After gives the seconds to wait",
+    "workers are busy; TOO_MANY_GAMES: CreateGame only, the API key's tenant has its cap of "
+    "games in progress); Retry-After gives the seconds to wait",
     503: "UNAVAILABLE (STORE_UNAVAILABLE: nothing changed; OUTCOME_UNKNOWN: a change was sent "
     "to the store and its answer lost, retry with the same requestId to learn its outcome)",
 }
@@ -425,16 +432,24 @@ games = APIRouter(prefix="/v1/games", tags=["games"])
     "returns its public view and one token per seat (shown only here). "
     "The body's schema states every field's own limits; a body it admits is still "
     "refused (400) when its fields do not fit together: " + _CREATE_GAME_REFUSALS,
-    openapi_extra=operation(
-        body=openapi.ref(pb.CreateGameRequest.DESCRIPTOR),
-        ok=_json_ok("The new game", openapi.ref(pb.CreateGameResponse.DESCRIPTOR)),
-        failures=(400, 401, 429, 503),
-        descriptions={
-            400: "INVALID_ARGUMENT: a body its schema refuses, or one whose fields do not "
-            "fit together (DEAL_DOES_NOT_FIT, MT-RND-1: see the operation's description)"
-        },
-        examples=docs.CREATE_GAME_EXAMPLES,
-    ),
+    openapi_extra={
+        **operation(
+            body=openapi.ref(pb.CreateGameRequest.DESCRIPTOR),
+            ok=_json_ok("The new game", openapi.ref(pb.CreateGameResponse.DESCRIPTOR)),
+            failures=(400, 401, 403, 429, 503),
+            descriptions={
+                400: "INVALID_ARGUMENT: a body its schema refuses, or one whose fields do not "
+                "fit together (DEAL_DOES_NOT_FIT, MT-RND-1: see the operation's description)",
+                401: "UNAUTHENTICATED: the operator configured API keys and the request sent "
+                "no x-api-key header",
+                403: "PERMISSION_DENIED (BAD_API_KEY): the x-api-key is not one of this "
+                "service's keys",
+            },
+            examples=docs.CREATE_GAME_EXAMPLES,
+        ),
+        # Needed only where the operator configured keys (README "Tenants").
+        "security": [{_API_KEY: []}, {}],
+    },
 )
 async def create_game(request: Request, game_app: GameAppDep, caller: CallerDep) -> Response:
     message = await parse_body(request, pb.CreateGameRequest(), game_app.settings.max_body_bytes)
@@ -932,12 +947,19 @@ class RailyardAPI(FastAPI):
         )
         schemas[APPLY_MOVE_BODY]["title"] = APPLY_MOVE_BODY
         document["components"]["securitySchemes"] = {
+            _API_KEY: {
+                "type": "apiKey",
+                "in": "header",
+                "name": "x-api-key",
+                "description": "An operator's API key: CreateGame needs one where the "
+                "operator configured any.",
+            },
             _SEAT_TOKEN: {
                 "type": "http",
                 "scheme": "bearer",
                 "description": "A seat token returned by CreateGame. Without it the "
                 "caller is a spectator.",
-            }
+            },
         }
         self.openapi_schema = openapi.add_components(document, [pb.DESCRIPTOR], FIELD_LIMITS)
         return self.openapi_schema
@@ -974,7 +996,7 @@ def create_http_app(app: GameApp) -> FastAPI:
             allow_origins=origins,
             allow_methods=["GET", "POST"],
             # Bearer tokens, JSON bodies, and EventSource-style resumption.
-            allow_headers=["authorization", "content-type", "last-event-id"],
+            allow_headers=["authorization", "content-type", "last-event-id", "x-api-key"],
             expose_headers=["retry-after"],  # API.md: a 429 says when to retry
             max_age=600,
         )

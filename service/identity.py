@@ -63,6 +63,20 @@ def seat_token(values: Sequence[str]) -> str | None:
     return found.group(1)
 
 
+def api_key_of(values: Sequence[str]) -> str | None:
+    """The operator's API key of a call's ``x-api-key`` header, given every
+    value it was sent with: None when there is none (or it is empty). Sent
+    twice, the values joined as HTTP joins a repeated field: no key then,
+    which CreateGame refuses as one (BAD_API_KEY), while a call that needs
+    no key is not failed for a header it does not read.
+
+    >>> api_key_of([]), api_key_of([" k "]), api_key_of(["a", "b"])
+    (None, 'k', 'a, b')
+    """
+    key = ", ".join(v.strip(" \t") for v in values)
+    return key or None
+
+
 def _forwarded_hops(header: str) -> list[str]:
     """The ``for=`` of each element of a ``Forwarded`` header (RFC 7239:
     ``for=192.0.2.60;proto=http, for="[2001:db8::1]:4711"``); "" for an

@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from service.identity import TrustedProxies
+from service.tenants import ApiKeys
 
 
 class Settings(BaseSettings):
@@ -96,11 +97,37 @@ class Settings(BaseSettings):
     #: client fill the replica's memory.
     max_body_bytes: int = Field(1 << 20, ge=1024)
 
+    # Tenants (service.tenants, README "Tenants and API keys"): with any key
+    # configured, CreateGame needs one; none keeps the open embedded default.
+    #: API keys, ``name:key`` or ``name:sha256:<hex>``, comma- or line-separated.
+    api_keys: str = ""
+    #: A file of more such entries, one a line (``#`` comments): a mounted secret.
+    api_keys_file: str = ""
+    #: CreateGames per second per tenant, shared by every replica (through the
+    #: store); 0 = no limit.
+    tenant_create_rate: float = Field(5, ge=0)
+    tenant_create_burst: int = Field(20, ge=1)
+    #: Games in progress per tenant (created with its keys, not yet finished
+    #: nor expired), counted in the store for every replica; 0 = no cap.
+    tenant_max_live_games: int = Field(1000, ge=0)
+
     @field_validator("trusted_proxies")
     @classmethod
     def _proxies(cls, value: str) -> str:
         TrustedProxies.parse(value)  # raises ValueError naming the bad entry
         return value
+
+    @model_validator(mode="after")
+    def _keys(self) -> Settings:
+        try:
+            self.api_key_set()  # raises ValueError naming the bad entry
+        except OSError as exc:
+            raise ValueError(f"api_keys_file: {exc}") from exc
+        return self
+
+    def api_key_set(self) -> ApiKeys:
+        """The configured API keys (``api_keys`` and ``api_keys_file`` together)."""
+        return ApiKeys.load(self.api_keys, self.api_keys_file)
 
     @field_validator("cors_origins")
     @classmethod

@@ -72,6 +72,14 @@ class Commit(Enum):
     NOT_FOUND = "not_found"
 
 
+class Reservation(Enum):
+    """What :meth:`Store.reserve_live` did with a game of a tenant."""
+
+    ADDED = "added"  # counted now
+    HELD = "held"  # counted already (a retry of the same create)
+    FULL = "full"  # not counted: the tenant is at its cap
+
+
 class Store(Protocol):
     """What the application layer needs from a store. All calls may raise
     :class:`StoreUnavailableError`; none leaves a game half-written."""
@@ -138,6 +146,18 @@ class Store(Protocol):
         """Take a token from the rate-limit bucket ``key`` (``burst`` tokens,
         refilled at ``rate`` per second), shared by every process using this
         store: 0.0, or the seconds until a token is there (nothing taken)."""
+        ...
+
+    async def reserve_live(self, tenant: str, game_id: str, cap: int) -> Reservation:
+        """Count ``game_id`` among ``tenant``'s games in progress unless it
+        already is, or the tenant has ``cap`` of them (0: no cap), in one
+        atomic step shared by every process using this store. A game counts
+        until :meth:`release_live` or for ``game_ttl`` from here, so that
+        games left unfinished drop out."""
+        ...
+
+    async def release_live(self, tenant: str, game_id: str) -> None:
+        """No longer count ``game_id`` among ``tenant``'s games (idempotent)."""
         ...
 
     async def ping(self) -> None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from service.ratelimit import TokenBuckets
-from service.store import Commit, GameExistsError, GameRecord, StoredEvent
+from service.store import Commit, GameExistsError, GameRecord, Reservation, StoredEvent
 
 
 @dataclass
@@ -65,6 +65,8 @@ class MemoryStore:
         self._buckets = TokenBuckets()
         self._sweeper: asyncio.Task[None] | None = None
         self._freed = 0  # games freed since the C heap was last trimmed
+        #: Each tenant's games in progress: game id -> when it stops counting.
+        self._live_games: dict[str, dict[str, float]] = {}
 
     def __len__(self) -> int:
         """Games held (expired ones not yet freed included)."""
@@ -210,6 +212,25 @@ class MemoryStore:
 
     async def take(self, key: str, rate: float, burst: int) -> float:
         return self._buckets.take(key, rate, burst)  # one process: shared already
+
+    async def reserve_live(self, tenant: str, game_id: str, cap: int) -> Reservation:
+        now = time.monotonic()
+        games = self._live_games.setdefault(tenant, {})
+        for expired in [g for g, until in games.items() if until <= now]:
+            del games[expired]
+        if game_id in games:
+            return Reservation.HELD
+        if cap > 0 and len(games) >= cap:
+            return Reservation.FULL
+        games[game_id] = now + self._game_ttl
+        return Reservation.ADDED
+
+    async def release_live(self, tenant: str, game_id: str) -> None:
+        games = self._live_games.get(tenant)
+        if games is not None:
+            games.pop(game_id, None)
+            if not games:
+                del self._live_games[tenant]
 
     async def ping(self) -> None:
         return None

@@ -51,6 +51,7 @@ from service.store import (
     GameExistsError,
     GameRecord,
     OutcomeUnknownError,
+    Reservation,
     StoredEvent,
     StoreFullError,
     StoreUnavailableError,
@@ -148,6 +149,24 @@ return tostring(wait)
 """
 
 
+# reserve_live: KEYS = the tenant's sorted set of live games (member: game id,
+# score: ms at which it stops counting); ARGV = game id, cap (0: none), game ttl
+# ms. Drops the expired first; the server's clock, as take. Returns "added",
+# "held" (counted already) or "full".
+_RESERVE_LIVE_LUA = """
+local now_s, now_us = unpack(redis.call('TIME'))
+local now = now_s * 1000 + math.floor(now_us / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 'held' end
+local cap = tonumber(ARGV[2])
+if cap > 0 and redis.call('ZCARD', KEYS[1]) >= cap then return 'full' end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
+-- The newest member counts longest: the set goes when its last one would.
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 'added'
+"""
+
+
 def _stream_id(version: int, seq: int) -> str:
     return f"{version}-{seq}"
 
@@ -226,6 +245,7 @@ class RedisStore:
         self._create_script = Script(self._client, _CREATE_LUA)
         self._commit_script = Script(self._client, _COMMIT_LUA)
         self._take_script = Script(self._client, _TAKE_LUA)
+        self._reserve_live_script = Script(self._client, _RESERVE_LIVE_LUA)
 
     # -- keys -------------------------------------------------------------
 
@@ -450,6 +470,24 @@ class RedisStore:
         async with self._guard("take a rate-limit token"):
             reply = await self._take_script([f"{self._prefix}:rl:{{{bucket}}}"], [str(rate), burst])
         return float(reply)
+
+    def live_games_key(self, tenant: str) -> str:
+        """A tenant's live games: its own hash tag (a tenant's games are on
+        many nodes of a cluster, so the count cannot share a game's slot)."""
+        if not tenant or "{" in tenant or "}" in tenant:
+            raise ValueError(f"bad tenant {tenant!r}")
+        return f"{self._prefix}:tenant:{{{tenant}}}:live"
+
+    async def reserve_live(self, tenant: str, game_id: str, cap: int) -> Reservation:
+        key = self.live_games_key(tenant)
+        async with self._guard(f"count the live games of {tenant}", writes=True):
+            reply = await self._reserve_live_script([key], [game_id, cap, self._game_ttl_ms])
+        return Reservation(bytes(reply).decode())
+
+    async def release_live(self, tenant: str, game_id: str) -> None:
+        key = self.live_games_key(tenant)
+        async with self._guard(f"release a live game of {tenant}", writes=True):
+            await self._client.call("ZREM", key, game_id, route=key)
 
     async def ping(self) -> None:
         async def call() -> Any:
