@@ -21,10 +21,14 @@ ORIGIN = "https://table.example"
 
 
 def test_each_turn_operation_has_one_route() -> None:
+    app = GameApp(MemoryStore(), Settings(bot_processes=0))
+    api = create_http_app(app)
+    routes = [*api.routes, *games.routes]
     for operation in ("GetGame", "ApplyMove"):
-        routes = [r for r in games.routes if getattr(r, "operation_id", None) == operation]
-        assert len(routes) == 1
-        assert isinstance(routes[0], DirectRoute)
+        found = [r for r in routes if getattr(r, "operation_id", None) == operation]
+        assert len(found) == 1
+        assert isinstance(found[0], DirectRoute)
+    app.close()
 
 
 def test_turn_routes_pass_the_whole_stack() -> None:
