@@ -63,9 +63,7 @@ def test_turn_routes_pass_the_whole_stack() -> None:
             assert view.headers["access-control-allow-origin"] == ORIGIN
 
             # Refusals come from the app's exception handlers: Status bodies.
-            refused = await http.post(
-                moves, headers=auth[1 - mover], json={"move": {"draw": {}}}
-            )
+            refused = await http.post(moves, headers=auth[1 - mover], json={"move": {"draw": {}}})
             assert refused.status_code == 400
             assert refused.json()["details"][0]["reason"] == "NOT_YOUR_TURN"
             assert refused.headers["access-control-allow-origin"] == ORIGIN
