@@ -17,8 +17,8 @@ games, so the very same requests (real game ids in path or message) drive it.
 * gRPC: ``/railyard.v1.GameService/ApplyMove`` (the request is parsed by the
   generated servicer as usual; the ``authorization`` metadata is read);
 * HTTP: ``POST /v1/games/{gameId}/moves`` (body read, not parsed), served
-  from the ASGI scope as the service serves its hot routes (``FloorAPI``),
-  and ``GET /healthz`` through FastAPI.
+  through a DirectRoute as the service serves it, and ``GET /healthz``
+  through FastAPI.
 """
 
 from __future__ import annotations
@@ -42,13 +42,12 @@ from collections.abc import Iterator  # noqa: E402
 
 import grpc  # noqa: E402
 import uvicorn  # noqa: E402
-from fastapi import FastAPI  # noqa: E402
+from fastapi import FastAPI, Request  # noqa: E402
 from fastapi.responses import JSONResponse, Response  # noqa: E402
-from starlette.types import Receive, Scope, Send  # noqa: E402
 
 from service.api import game_service_pb2 as pb  # noqa: E402
 from service.api import game_service_pb2_grpc as pb_grpc  # noqa: E402
-from service.http_server import hot_route, json_response, read_body, scope_header  # noqa: E402
+from service.http_server import DirectRoute, json_response, scope_header  # noqa: E402
 from service.store import Commit, StoredEvent  # noqa: E402
 from service.store.redis import RedisStore  # noqa: E402
 
@@ -104,34 +103,26 @@ class FloorServicer(pb_grpc.GameServiceServicer):
         return pb.ApplyMoveResponse(game=pb.GameView(version=version))
 
 
-class FloorAPI(FastAPI):
-    """Served as the service's RailyardAPI serves its hot routes: ApplyMove is
-    answered straight from the ASGI scope (the same helpers: body reader,
-    header lookup, route test, Starlette response objects), the rest through
-    FastAPI."""
-
-    floor: Floor
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        hot = hot_route(scope) if scope["type"] == "http" else None
-        if hot is None or hot[0] != "ApplyMove":
-            await super().__call__(scope, receive, send)
-            return
-        await read_body(scope, receive, 1 << 20)
-        _token = scope_header(scope, b"authorization")
-        version = await self.floor.apply(hot[1])
-        if version < 0:
-            response: Response = JSONResponse(
-                {"code": 10, "message": "floor: lost the race"}, status_code=409
-            )
-        else:
-            response = json_response({"game": {"version": str(version)}})
-        await response(scope, receive, send)
-
-
 def create_http_app(floor: Floor) -> FastAPI:
-    api = FloorAPI(title="Railyard floor", redoc_url=None, docs_url=None, openapi_url=None)
-    api.floor = floor
+    """ApplyMove is a DirectRoute under FastAPI's routing and middleware, as
+    the service serves it (the same route class, body reader, header lookup
+    and response objects), the rest through FastAPI."""
+    api = FastAPI(title="Railyard floor", redoc_url=None, docs_url=None, openapi_url=None)
+
+    async def apply_move(request: Request) -> Response:
+        await request.body()
+        _token = scope_header(request.scope, b"authorization")
+        version = await floor.apply(request.path_params["gameId"])
+        if version < 0:
+            return JSONResponse({"code": 10, "message": "floor: lost the race"}, status_code=409)
+        return json_response({"game": {"version": str(version)}})
+
+    api.router.add_api_route(
+        "/v1/games/{gameId}/moves",
+        apply_move,
+        methods=["POST"],
+        route_class_override=DirectRoute,
+    )
 
     @api.get("/healthz")
     async def healthz() -> Response:

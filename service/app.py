@@ -20,9 +20,11 @@ from typing import Any, Final
 
 import grpc
 import orjson
+from opentelemetry.sdk.metrics.export import MetricReader
+from opentelemetry.trace import TracerProvider
 
 import engine
-from service import convert
+from service import convert, tracing
 from service import errors as err
 from service.api import game_service_pb2 as pb
 from service.bots import ALL_BOTS_BUDGET, BotPlayer, BotsBusyError, BotWorkExceededError
@@ -203,22 +205,34 @@ class _MoveAnswer:
 class GameApp:
     """create, view, legal moves, apply, watch, log, rulesets."""
 
-    def __init__(self, store: Store, settings: Settings | None = None) -> None:
-        self.store = store
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings | None = None,
+        *,
+        tracer_provider: TracerProvider | None = None,
+        metric_readers: Sequence[MetricReader] = (),
+    ) -> None:
+        #: What traces this app's calls (service.tracing): ``tracer_provider``,
+        #: else the process's, else None (tracing off).
+        self.tracer_provider = tracing.active_provider(tracer_provider)
+        self.store = tracing.traced_store(store, self.tracer_provider)
         self.settings = settings or Settings()
         self._limiter = TokenBuckets()
         #: Whose forwarding headers name the client (service.identity).
         self.proxies = TrustedProxies.parse(self.settings.trusted_proxies)
         self.bots = BotPlayer(self.settings.bot_processes, self.settings.bot_cpu_limit)
-        self.metrics = Metrics()
+        self.metrics = Metrics(metric_readers)
         #: WatchGame streams open now, both transports (Settings.max_watchers).
         self.watching = 0
         #: The operator's API keys: with any, CreateGame needs one (service.tenants).
         self.api_keys = self.settings.api_key_set()
 
     def close(self) -> None:
-        """Stop the bots' worker processes (the store is closed by its owner)."""
+        """Stop the bots' worker processes and the metric readers (the store
+        is closed by its owner)."""
         self.bots.close()
+        self.metrics.close()
 
     # ------------------------------------------------------------ helpers
 
@@ -343,6 +357,7 @@ class GameApp:
         charged to that seat once its token is verified, else to the caller's
         address: a spectator, a call with no token where one is required
         (UNAUTHENTICATED), an unknown game, a token of no seat."""
+        tracing.note({tracing.GAME_ID: game_id})
         if not caller.token:
             await self._admit_address(caller)
             if required:
@@ -355,6 +370,8 @@ class GameApp:
             if exc.reason in ("GAME_NOT_FOUND", "BAD_SEAT_TOKEN"):
                 await self._admit_address(caller)  # a 429 instead, once it runs dry
             raise
+        if seat is not None:
+            tracing.note({tracing.SEAT: seat})
         await self._admit(f"seat:{game_id}:{seat}")
         return loaded, seat
 
@@ -646,6 +663,9 @@ class GameApp:
         self._check_request_id(request.request_id)
         if not request.HasField("move"):
             raise err.invalid("move is missing")
+        # play, draw, pass, end_turn: the oneof's field (a refusal's span says
+        # what was tried, before the engine judges it).
+        tracing.note({tracing.MOVE_KIND: request.move.WhichOneof("action") or ""})
         move = convert.move_from_proto(request.move)
         expected = request.expected_version if request.HasField("expected_version") else None
         key: str | None = None

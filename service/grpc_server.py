@@ -19,8 +19,9 @@ from google.protobuf.message import DecodeError, Message
 from google.rpc import error_details_pb2, status_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
+from opentelemetry.instrumentation.grpc import aio_server_interceptor
 
-from service import errors, reflection
+from service import errors, reflection, tracing
 from service.api import game_service_pb2 as pb
 from service.api import game_service_pb2_grpc as pb_grpc
 from service.app import Caller, GameApp
@@ -116,6 +117,7 @@ def _refusing(
     async def refuse(request: _Undecodable, context: grpc.aio.ServicerContext[Any, Any]) -> None:
         if count is not None:
             count(method, request.error.code.name, 0.0)
+        tracing.note_error(request.error)
         await _abort(context, request.error)
 
     if streaming:
@@ -209,6 +211,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
             return answer
         except ServiceError as error:
             code = error.code.name
+            tracing.note_error(error)
             await _abort(context, error)
             raise  # abort raises; this keeps type checkers content
         except asyncio.CancelledError:
@@ -267,6 +270,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
             code = "OK"
         except ServiceError as error:
             code = error.code.name
+            tracing.note_error(error)
             await _abort(context, error)
         finally:
             if events is not None:
@@ -362,7 +366,15 @@ def create_grpc_server(
     UNAVAILABLE (SERVER_SHUTTING_DOWN), between two versions: set it when a
     graceful shutdown begins, as ``Server.stop`` would otherwise wait out its
     grace period for them. The connection limits are ``app.settings``'."""
-    server = grpc.aio.server(options=grpc_options(app.settings))
+    # A server span per call, joined to the caller's trace by its traceparent
+    # metadata; not installed when tracing is off (nothing to pay per call).
+    interceptors = (
+        # (untyped in the instrumentation package)
+        [aio_server_interceptor(tracer_provider=app.tracer_provider)]  # type: ignore[no-untyped-call]
+        if app.tracer_provider is not None
+        else []
+    )
+    server = grpc.aio.server(options=grpc_options(app.settings), interceptors=interceptors)
     add_servicer(
         server,
         GameServicer(app, closing),

@@ -20,7 +20,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Annotated, Any, Final, Literal, TypeVar
 
 import anyio
@@ -30,16 +30,20 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.routing import APIRoute
 from google.protobuf import json_format
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
+from opentelemetry import trace
+from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
+from opentelemetry.metrics import NoOpMeterProvider
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as ASGIMessage
 
-from service import docs, errors, jsonwire, openapi, telemetry, web
+from service import docs, errors, jsonwire, openapi, telemetry, tracing, web
 from service.api import game_service_pb2 as pb
 from service.app import Caller, GameApp
 from service.errors import ServiceError
@@ -80,6 +84,7 @@ def status_body(
 
 
 def error_response(error: ServiceError) -> JSONResponse:
+    tracing.note_error(error)
     headers = {}
     retry_after = error.metadata.get("retryAfterSeconds")
     if retry_after:
@@ -456,7 +461,44 @@ async def create_game(request: Request, game_app: GameAppDep, caller: CallerDep)
     return proto_response(await game_app.create_game(message, caller))
 
 
-@games.get(
+class DirectRoute(APIRoute):
+    """An APIRoute served by its endpoint alone, for the two calls a game makes
+    on every turn (GetGame, ApplyMove). FastAPI declares it (OpenAPI, routing)
+    and every request reaches it through the app's whole middleware stack
+    (tracing, metrics, CORS, exception handlers), but it resolves no
+    dependencies and validates no response model: that machinery cost more
+    per call than the rules. Its endpoint takes the Request and returns a
+    Response, as a Starlette endpoint does."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        # FastAPI's hook for a route class of one's own: what answers a request
+        # of this route (its handler resolves dependencies, then validates).
+        endpoint: Callable[[Request], Coroutine[Any, Any, Response]] = self.endpoint
+        return endpoint
+
+
+#: The turn routes (:func:`_direct`): path, endpoint, and what FastAPI declares.
+_TURN_ROUTES: list[tuple[str, str, Callable[[Request], Awaitable[Response]], dict[str, Any]]] = []
+
+
+def _direct(
+    method: str, path: str, **declared: Any
+) -> Callable[[Callable[[Request], Awaitable[Response]]], Callable[[Request], Awaitable[Response]]]:
+    """``@games.<method>(path, **declared)``, served as a :class:`DirectRoute`
+    that :func:`create_http_app` mounts first, ahead of the routers (whose
+    nested matching cost tens of microseconds a call)."""
+
+    def add(
+        endpoint: Callable[[Request], Awaitable[Response]],
+    ) -> Callable[[Request], Awaitable[Response]]:
+        _TURN_ROUTES.append((method, path, endpoint, declared))
+        return endpoint
+
+    return add
+
+
+@_direct(
+    "GET",
     "/{gameId}",
     operation_id="GetGame",
     summary="View a game",
@@ -469,8 +511,6 @@ async def create_game(request: Request, game_app: GameAppDep, caller: CallerDep)
     ),
 )
 async def get_game(request: Request) -> Response:
-    # The hot routes read the request directly: resolving FastAPI dependencies
-    # cost more per call than what they read.
     game_app, caller, game_id = await _context(request)
     return json_response(await game_app.get_game_json(game_id, caller))
 
@@ -497,7 +537,8 @@ async def list_legal_moves(request: Request) -> Response:
 APPLY_MOVE_BODY: Final = "ApplyMoveBody"
 
 
-@games.post(
+@_direct(
+    "POST",
     "/{gameId}/moves",
     operation_id="ApplyMove",
     summary="Apply a move",
@@ -796,9 +837,16 @@ async def _on_validation_error(request: Request, exc: Exception) -> Response:
     return error_response(errors.invalid(_first_line(str(exc))))
 
 
+class _NoAnswer(Response):
+    """Nothing sent: there is no one to send it to."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        return None
+
+
 async def _on_client_gone(request: Request, exc: Exception) -> Response:
-    # Never sent (the connection is gone); counted as 499, as the hot routes count it.
-    return Response(status_code=499)
+    # The connection is gone: nothing is sent, and the call is counted as 499.
+    return _NoAnswer()
 
 
 async def _on_unexpected(request: Request, exc: Exception) -> Response:
@@ -810,24 +858,6 @@ async def _on_unexpected(request: Request, exc: Exception) -> Response:
 # ------------------------------------------------------------------ the app
 
 
-async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
-    """The whole request body of a raw ASGI request (up to ``limit`` bytes)."""
-    _check_length(scope_header(scope, b"content-length"), limit)
-    chunks = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise ClientGoneError
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise _too_large(limit)
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
-
-
 def scope_header(scope: Scope, name: bytes) -> str | None:
     """The first value of header ``name`` (lower case), as Starlette reads it."""
     for key, value in scope["headers"]:
@@ -836,40 +866,32 @@ def scope_header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-def hot_route(scope: Scope) -> tuple[str, str] | None:
-    """``("ApplyMove" | "GetGame", gameId)`` when ``scope`` is one of the two
-    calls a game makes on every turn, else None (FastAPI routes it)."""
-    path: str = scope["path"]
-    if scope["type"] != "http" or not path.startswith("/v1/games/"):
-        return None
-    rest = path[len("/v1/games/") :]
-    method = scope["method"]
-    if method == "POST" and rest.endswith("/moves"):
-        game_id = rest[: -len("/moves")]
-        if game_id and "/" not in game_id:
-            return "ApplyMove", game_id
-    elif method == "GET" and rest and "/" not in rest:
-        return "GetGame", rest
-    return None
+def _name_server_span(scope: Scope) -> None:
+    """Name the server span for the request's route (OpenTelemetry's
+    ``{method} {http.route}``), not its raw path: the span began before
+    routing, and ends with the answer's last byte, so it is named as the
+    answer starts."""
+    span = trace.get_current_span()
+    route = scope.get("route")
+    if span.is_recording() and isinstance(route, APIRoute):
+        span.update_name(f"{scope['method']} {route.path}")
+        span.set_attribute("http.route", route.path)
+        if route.operation_id:
+            span.set_attribute("railyard.operation", route.operation_id)
 
 
 class RailyardAPI(FastAPI):
-    """FastAPI whose OpenAPI components come from the proto descriptors.
+    """FastAPI whose OpenAPI components come from the proto descriptors, and
+    whose every request, whatever its route, passes through one stack:
+    tracing (:mod:`service.tracing`, when on), CORS (settings.cors_origins,
+    when any), then :meth:`serve`'s timing and counting, then FastAPI."""
 
-    ApplyMove and GetGame, the calls of every turn, are served straight from
-    the ASGI scope: FastAPI's middleware, two levels of routers and its
-    request objects cost 250-300 us a call, as much as the rules. They answer
-    exactly as their FastAPI routes below (still declared, for OpenAPI, and
-    checked by the same tests): the same caller parsing, body parser, JSON
-    and Status bodies, and a generic 500 for a bug."""
-
-    #: CORS (settings.cors_origins) around everything, hot routes included;
-    #: None when no origin is allowed, so the hot path pays nothing.
-    cors: ASGIApp | None = None
+    #: The outermost layer of the stack (:func:`create_http_app` builds it).
+    entry: ASGIApp | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.cors is not None and scope["type"] == "http":
-            await self.cors(scope, receive, send)
+        if self.entry is not None and scope["type"] == "http":
+            await self.entry(scope, receive, send)
         else:
             await self.serve(scope, receive, send)
 
@@ -885,51 +907,15 @@ class RailyardAPI(FastAPI):
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+                _name_server_span(scope)
             await send(message)
 
-        hot = hot_route(scope)
         try:
-            if hot is None:
-                await super().__call__(scope, receive, sending)
-            else:
-                await self._serve_hot(hot, scope, receive, sending)
+            await super().__call__(scope, receive, sending)
         finally:
-            if hot is not None:
-                operation = hot[0]
-            else:
-                route = scope.get("route")
-                operation = getattr(route, "operation_id", None) or "unmatched"
+            route = scope.get("route")
+            operation = getattr(route, "operation_id", None) or "unmatched"
             self.state.game_app.metrics.http_call(operation, status, time.perf_counter() - begun)
-
-    async def _serve_hot(
-        self, hot: tuple[str, str], scope: Scope, receive: Receive, send: Send
-    ) -> None:
-        try:
-            response = await self._hot(hot[0], hot[1], scope, receive)
-        except ClientGoneError:
-            return
-        except ServiceError as exc:
-            response = error_response(exc)
-        except Exception as exc:  # a bug: logged, never shown to the client
-            log.error("%s %s failed", scope["method"], scope["path"], exc_info=exc)
-            body = status_body(grpc.StatusCode.INTERNAL, "INTERNAL", "internal error")
-            response = JSONResponse(body, status_code=500)
-        await response(scope, receive, send)
-
-    async def _hot(self, call: str, game_id: str, scope: Scope, receive: Receive) -> Response:
-        game_app = self.state.game_app
-        caller = caller_of(scope, game_app.proxies)
-        if call == "GetGame":
-            return json_response(await game_app.get_game_json(game_id, caller))
-        message = parse_raw_body(
-            await read_body(scope, receive, game_app.settings.max_body_bytes),
-            pb.ApplyMoveRequest(),
-            fast_apply_move,
-        )
-        if message.game_id and message.game_id != game_id:
-            raise errors.invalid("gameId belongs in the path, not in the body", field="gameId")
-        message.game_id = game_id
-        return json_response(await game_app.apply_move_json(message, caller))
 
     def openapi(self) -> dict[str, Any]:
         if self.openapi_schema:
@@ -983,22 +969,45 @@ def create_http_app(app: GameApp) -> FastAPI:
         docs_url=None,
         # Starlette answers "/v1/games/x/log/" with an empty 307 to the path
         # without the slash (and "/v1/games/" with one to POST-only
-        # "/v1/games"): a path that is not a route is a 404 Status body, as
-        # the hot routes (hot_route) already answer "/v1/games/x/".
+        # "/v1/games"): a path that is not a route is a 404 Status body.
         redirect_slashes=False,
     )
     api.state.game_app = app
     api.state.streams_closing = asyncio.Event()
+    # The stack every request passes, from the inside out; a layer that is off
+    # is not there at all (nothing to pay per request).
+    entry: ASGIApp = api.serve
     origins = cors_origin_list(app.settings.cors_origins)
     if origins:
-        api.cors = CORSMiddleware(
-            api.serve,
+        entry = CORSMiddleware(
+            entry,
             allow_origins=origins,
             allow_methods=["GET", "POST"],
             # Bearer tokens, JSON bodies, and EventSource-style resumption.
             allow_headers=["authorization", "content-type", "last-event-id", "x-api-key"],
             expose_headers=["retry-after"],  # API.md: a 429 says when to retry
             max_age=600,
+        )
+    if app.tracer_provider is not None:
+        # The server span, joined to the caller's trace by its traceparent
+        # header. Its own HTTP metrics are off (the railyard_http_* ones count
+        # every call by operation), and so are its spans per ASGI message.
+        entry = OpenTelemetryMiddleware(
+            entry,
+            tracer_provider=app.tracer_provider,
+            meter_provider=NoOpMeterProvider(),
+            exclude_spans=["receive", "send"],
+        )
+    if entry is not api.serve:
+        api.entry = entry
+    for method, path, endpoint, declared in _TURN_ROUTES:
+        api.router.add_api_route(
+            games.prefix + path,
+            endpoint,
+            methods=[method],
+            tags=list(games.tags),
+            route_class_override=DirectRoute,
+            **declared,
         )
     docs.add_docs(api)
     api.include_router(games)

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 import uvicorn
 
+from service import tracing
 from service.app import GameApp
 from service.grpc_server import create_grpc_server
 from service.settings import Settings
@@ -134,13 +135,19 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     descriptors = raise_descriptor_limit(settings)
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(AcceptFailureLog())
+    # Tracing and any metric push, as the OTEL_* environment asks (nothing
+    # when it asks for nothing), before the app that reads them.
+    try:
+        metric_readers = tracing.configure_from_env()
+    except ValueError as exc:
+        raise StartupError(f"OpenTelemetry: {exc}") from None
     store = make_store(settings)
     where = redact_url(settings.redis_url) if settings.redis_url else "in-process memory"
     log.info("store: %s (%s)", store.name, where)
     # Both ports first: one that is taken is one line naming its setting,
     # not uvicorn's traceback after gRPC already started.
     http_socket = _listen_http(settings)
-    app = GameApp(store, settings)
+    app = GameApp(store, settings, metric_readers=metric_readers)
     watches_closing = asyncio.Event()
     try:
         grpc_server, grpc_port = create_grpc_server(
@@ -229,4 +236,5 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     await asyncio.gather(grpc_server.stop(grace=5), http_task)
     app.close()
     await store.close()
+    tracing.shutdown()  # the last spans leave
     log.info("stopped")

@@ -72,3 +72,10 @@ def test_watchers_benchmark_runs() -> None:
         "http",
     )
     assert '"watchers_complete_in_order": 10' in out
+
+
+def test_tracing_benchmark_runs() -> None:
+    out = run_bench("bench/tracing.py", "--turns", "5", "--repeat", "2")
+    assert "tracing off" in out
+    assert "tracing on" in out
+    assert "on/off:" in out
