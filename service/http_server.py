@@ -40,6 +40,7 @@ from opentelemetry.metrics import NoOpMeterProvider
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect
+from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as ASGIMessage
 
@@ -888,6 +889,8 @@ class RailyardAPI(FastAPI):
 
     #: The outermost layer of the stack (:func:`create_http_app` builds it).
     entry: ASGIApp | None = None
+    #: GetGame and ApplyMove, which :meth:`serve` answers without FastAPI's router.
+    direct_routes: tuple[DirectRoute, ...] = ()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.entry is not None and scope["type"] == "http":
@@ -911,11 +914,48 @@ class RailyardAPI(FastAPI):
             await send(message)
 
         try:
-            await super().__call__(scope, receive, sending)
+            direct = self._direct_route(scope)
+            if direct is None:
+                await super().__call__(scope, receive, sending)
+            else:
+                await self._serve_direct(direct, scope, receive, sending)
         finally:
             route = scope.get("route")
             operation = getattr(route, "operation_id", None) or "unmatched"
             self.state.game_app.metrics.http_call(operation, status, time.perf_counter() - begun)
+
+    def _direct_route(self, scope: Scope) -> DirectRoute | None:
+        """The turn route (:class:`DirectRoute`) this request is for, its path
+        parameters put in ``scope`` as FastAPI's router would; None: any other
+        request, FastAPI routes it (a wrong method on a turn path included)."""
+        for route in self.direct_routes:
+            match, child = route.matches(scope)
+            if match is Match.FULL:
+                scope.update(child)
+                return route
+        return None
+
+    async def _serve_direct(
+        self, route: DirectRoute, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        """A turn route's endpoint, its exceptions answered by the app's own
+        exception handlers, as FastAPI's inner layers would: the same endpoint
+        and handlers, without the router's matching, the exception
+        middleware's per-request wrappers and the exit stack (together 60-70 us
+        a call on this machine, a fifth of a turn; bench/tracing.py)."""
+        scope["app"] = self  # (what Starlette's own entry sets: request.app)
+        request = Request(scope, receive, send)
+        endpoint: Callable[[Request], Awaitable[Response]] = route.endpoint
+        try:
+            response = await endpoint(request)
+        except Exception as exc:
+            handler: Callable[[Request, Any], Any] = next(
+                self.exception_handlers[kind]
+                for kind in type(exc).__mro__
+                if kind in self.exception_handlers
+            )
+            response = await handler(request, exc)
+        await response(scope, receive, send)
 
     def openapi(self) -> dict[str, Any]:
         if self.openapi_schema:
@@ -1009,6 +1049,7 @@ def create_http_app(app: GameApp) -> FastAPI:
             route_class_override=DirectRoute,
             **declared,
         )
+    api.direct_routes = tuple(r for r in api.router.routes if isinstance(r, DirectRoute))
     docs.add_docs(api)
     api.include_router(games)
     api.include_router(rulesets)

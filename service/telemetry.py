@@ -13,8 +13,13 @@ memory and garbage collections are read at each collection.
 
 The exposition keeps the names the Prometheus client gave them before
 (counters end in ``_total``, histograms in ``_bucket``/``_count``/``_sum``).
-Attribute sets are built once per label value and kept: a move pays
-dictionary lookups and the SDK's own aggregation, not a new dict per call.
+
+Counts are observable instruments over plain integers, read when collected:
+a synchronous OpenTelemetry counter costs 5.9 us an ``add`` on this machine
+(the SDK checks and hashes the attributes of every measurement), against
+0.1 us for an integer, and a turn over HTTP counts six things (two calls, the
+move, the bots' moves); the Prometheus client took 0.55 us. Durations stay
+synchronous histograms (there is no observable one): two a turn.
 """
 
 from __future__ import annotations
@@ -25,14 +30,12 @@ import json
 import logging
 import os
 import resource
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Final
 
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.metrics import CallbackOptions, Observation
-from opentelemetry.metrics import Counter as OtelCounter
-from opentelemetry.metrics import UpDownCounter as OtelUpDownCounter
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
 from prometheus_client import CollectorRegistry, generate_latest
@@ -55,31 +58,31 @@ _Attributes = dict[str, str]
 
 
 class Count:
-    """One counter with fixed labels (``inc``, as the Prometheus client's)."""
+    """One count with fixed labels (``inc``, as the Prometheus client's);
+    its instrument reads ``value`` when collected."""
 
-    __slots__ = ("_attributes", "_counter")
+    __slots__ = ("attributes", "value")
 
-    def __init__(self, counter: OtelCounter, attributes: _Attributes | None = None) -> None:
-        self._counter = counter
-        self._attributes = attributes
+    def __init__(self, attributes: _Attributes | None = None) -> None:
+        self.attributes = attributes
+        self.value = 0
 
     def inc(self, amount: int = 1) -> None:
-        self._counter.add(amount, self._attributes)
-
-
-class Level:
-    """A value that goes up and down (open streams): a Prometheus gauge."""
-
-    __slots__ = ("_counter",)
-
-    def __init__(self, counter: OtelUpDownCounter) -> None:
-        self._counter = counter
-
-    def inc(self) -> None:
-        self._counter.add(1)
+        self.value += amount
 
     def dec(self) -> None:
-        self._counter.add(-1)
+        self.value -= 1
+
+
+def _observe(
+    counts: Callable[[], Iterable[Count]],
+) -> Callable[[CallbackOptions], Iterable[Observation]]:
+    """The callback of an observable instrument over ``counts()``."""
+
+    def callback(options: CallbackOptions) -> Iterable[Observation]:
+        return [Observation(c.value, c.attributes) for c in counts()]
+
+    return callback
 
 
 def _resident_bytes() -> int:
@@ -120,8 +123,12 @@ class Metrics:
             metric_readers=[prometheus, *readers], resource=resource_from_env()
         )
         meter = self.provider.get_meter("railyard")
-        self._grpc_calls = meter.create_counter(
-            "railyard_grpc_requests", description="gRPC calls handled, by method and status code"
+        #: The calls' counts, by (transport, name, outcome).
+        self._calls: dict[tuple[str, str, str], tuple[Count, _Attributes | None]] = {}
+        meter.create_observable_counter(
+            "railyard_grpc_requests",
+            [_observe(lambda: self._counts_of("grpc"))],
+            description="gRPC calls handled, by method and status code",
         )
         self._grpc_seconds = meter.create_histogram(
             "railyard_grpc_request_duration_seconds",
@@ -129,8 +136,9 @@ class Metrics:
             description="Time to answer a unary gRPC call, by method",
             explicit_bucket_boundaries_advisory=_LATENCY,
         )
-        self._http_calls = meter.create_counter(
+        meter.create_observable_counter(
             "railyard_http_requests",
+            [_observe(lambda: self._counts_of("http"))],
             description="HTTP requests handled, by operation (the OpenAPI operationId) and "
             "status; 499: the client went away before the answer",
         )
@@ -140,42 +148,47 @@ class Metrics:
             description="Time to answer an HTTP request, by operation (streams excluded)",
             explicit_bucket_boundaries_advisory=_LATENCY,
         )
-        self.games_created = Count(
-            meter.create_counter("railyard_games_created", description="Games created")
-        )
-        self.games_finished = Count(
-            meter.create_counter("railyard_games_finished", description="Games played to their end")
-        )
-        moves = meter.create_counter(
+
+        def counter(name: str, description: str, *counts: Count) -> None:
+            meter.create_observable_counter(
+                name, [_observe(lambda: counts)], description=description
+            )
+
+        self.games_created = Count()
+        counter("railyard_games_created", "Games created", self.games_created)
+        self.games_finished = Count()
+        counter("railyard_games_finished", "Games played to their end", self.games_finished)
+        self.person_moves = Count({"player": "person"})
+        self.bot_moves = Count({"player": "bot"})
+        counter(
             "railyard_moves_applied",
-            description="Moves applied, by who played them (person or bot)",
+            "Moves applied, by who played them (person or bot)",
+            self.person_moves,
+            self.bot_moves,
         )
-        self.person_moves = Count(moves, {"player": "person"})
-        self.bot_moves = Count(moves, {"player": "bot"})
-        self.commit_conflicts = Count(
-            meter.create_counter(
-                "railyard_commit_conflicts",
-                description="Moves whose commit lost the race for their version (then "
-                "retried, or ABORTED)",
-            )
+        self.commit_conflicts = Count()
+        counter(
+            "railyard_commit_conflicts",
+            "Moves whose commit lost the race for their version (then retried, or ABORTED)",
+            self.commit_conflicts,
         )
-        self.store_unavailable = Count(
-            meter.create_counter(
-                "railyard_store_unavailable",
-                description="Calls answered UNAVAILABLE because the store did not answer",
-            )
+        self.store_unavailable = Count()
+        counter(
+            "railyard_store_unavailable",
+            "Calls answered UNAVAILABLE because the store did not answer",
+            self.store_unavailable,
         )
-        self.corrupt_states = Count(
-            meter.create_counter(
-                "railyard_corrupt_states",
-                description="Loads of a stored game that could not be read (DATA_LOSS "
-                "CORRUPT_STATE)",
-            )
+        self.corrupt_states = Count()
+        counter(
+            "railyard_corrupt_states",
+            "Loads of a stored game that could not be read (DATA_LOSS CORRUPT_STATE)",
+            self.corrupt_states,
         )
-        self.watches = Level(
-            meter.create_up_down_counter(
-                "railyard_watch_streams", description="WatchGame streams open now"
-            )
+        self.watches = Count()
+        meter.create_observable_up_down_counter(
+            "railyard_watch_streams",
+            [_observe(lambda: (self.watches,))],
+            description="WatchGame streams open now",
         )
         self._bot_seconds = meter.create_histogram(
             "railyard_bot_decision_seconds",
@@ -203,30 +216,33 @@ class Metrics:
             [_gc_collections],
             description="Garbage collections run, by generation",
         )
-        self._attributes: dict[tuple[str, str, str], tuple[_Attributes, _Attributes | None]] = {}
 
-    def _labels(self, kind: str, name: str, outcome: str) -> tuple[_Attributes, _Attributes | None]:
-        """The attributes of a call's count and of its duration (None: a stream)."""
+    def _call(self, kind: str, name: str, outcome: str) -> tuple[Count, _Attributes | None]:
+        """A call's count, and the attributes of its duration (None: a stream)."""
         key = (kind, name, outcome)
-        found = self._attributes.get(key)
+        found = self._calls.get(key)
         if found is None:
             label, outcome_label = ("method", "code") if kind == "grpc" else ("operation", "status")
             latency = None if name in STREAMING else {label: name}
-            found = ({label: name, outcome_label: outcome}, latency)
-            self._attributes[key] = found
+            found = (Count({label: name, outcome_label: outcome}), latency)
+            self._calls[key] = found
         return found
+
+    def _counts_of(self, kind: str) -> list[Count]:
+        # A copy: a call of a new kind may add an entry while this is read.
+        return [count for (k, _, _), (count, _) in list(self._calls.items()) if k == kind]
 
     def grpc_call(self, method: str, code: str, seconds: float) -> None:
         """One gRPC call answered (``code``: the status code's name)."""
-        calls, latency = self._labels("grpc", method, code)
-        self._grpc_calls.add(1, calls)
+        count, latency = self._call("grpc", method, code)
+        count.value += 1
         if latency is not None:
             self._grpc_seconds.record(seconds, latency)
 
     def http_call(self, operation: str, status: int, seconds: float) -> None:
         """One HTTP request answered (``status`` 0: the client went away)."""
-        calls, latency = self._labels("http", operation, str(status or 499))
-        self._http_calls.add(1, calls)
+        count, latency = self._call("http", operation, str(status or 499))
+        count.value += 1
         if latency is not None:
             self._http_seconds.record(seconds, latency)
 
