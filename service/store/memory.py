@@ -65,6 +65,8 @@ class MemoryStore:
         self._buckets = TokenBuckets()
         self._sweeper: asyncio.Task[None] | None = None
         self._freed = 0  # games freed since the C heap was last trimmed
+        # Due work (Store.schedule): game id -> (due or lease end in ms, owner or "").
+        self._due: dict[str, tuple[int, str]] = {}
 
     def __len__(self) -> int:
         """Games held (expired ones not yet freed included)."""
@@ -138,6 +140,7 @@ class MemoryStore:
         events: Sequence[StoredEvent],
         request_key: str | None,
         response: bytes | None,
+        deadline_ms: int = 0,
     ) -> Commit:
         game = self._live(game_id)
         if game is None:
@@ -145,7 +148,7 @@ class MemoryStore:
         if game.record.version != expected_version:
             return Commit.VERSION_MISMATCH
         now = time.monotonic()
-        game.record = GameRecord(game_id, version, state, game.record.meta)
+        game.record = GameRecord(game_id, version, state, game.record.meta, deadline_ms)
         game.events.extend(events)
         game.expires = now + self._game_ttl
         if request_key is not None and response is not None:
@@ -211,6 +214,34 @@ class MemoryStore:
     async def take(self, key: str, rate: float, burst: int) -> float:
         return self._buckets.take(key, rate, burst)  # one process: shared already
 
+    async def schedule(self, game_id: str, due_ms: int) -> None:
+        owner = self._due.get(game_id, (0, ""))[1]
+        self._due[game_id] = (due_ms, owner)
+
+    async def claim_due(self, owner: str, lease: float, limit: int) -> list[str]:
+        now = _now_ms()
+        due = sorted((at, game_id) for game_id, (at, _) in self._due.items() if at <= now)
+        claimed = [game_id for _, game_id in due[:limit]]
+        for game_id in claimed:
+            self._due[game_id] = (now + round(lease * 1000), owner)
+        return claimed
+
+    async def renew(self, game_id: str, owner: str, lease: float) -> bool:
+        entry = self._due.get(game_id)
+        if entry is None or entry[1] != owner:
+            return False
+        self._due[game_id] = (_now_ms() + round(lease * 1000), owner)
+        return True
+
+    async def release(self, game_id: str, owner: str, due_ms: int | None) -> None:
+        entry = self._due.get(game_id)
+        if entry is None or entry[1] != owner:
+            return
+        if due_ms is None:
+            del self._due[game_id]
+        else:
+            self._due[game_id] = (due_ms, "")
+
     async def ping(self) -> None:
         return None
 
@@ -221,3 +252,9 @@ class MemoryStore:
             self._sweeper = None
         self._games.clear()
         self._expiries.clear()
+        self._due.clear()
+
+
+def _now_ms() -> int:
+    # Wall-clock time, as deadlines are (a game's deadline is shown to people).
+    return int(time.time() * 1000)
