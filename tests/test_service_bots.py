@@ -194,7 +194,9 @@ def test_a_game_of_experts_only_is_played_by_create_game() -> None:
             players=[pb.Player(bot=pb.BOT_LEVEL_EXPERT)] * 3,
             seed="experts only",
         )
-        apps = [GameApp(MemoryStore(), Settings(bot_processes=p)) for p in (0, 1)]
+        apps = [
+            GameApp(MemoryStore(), Settings(bot_processes=p, bots_only="request")) for p in (0, 1)
+        ]
         try:
             views = [(await app.create_game(request, Caller())).game for app in apps]
         finally:
@@ -253,7 +255,7 @@ def test_a_create_game_retry_is_answered_without_playing_its_bots_again() -> Non
     up to --bot-cpu-limit of worker CPU per retry)."""
 
     async def go() -> None:
-        app = GameApp(MemoryStore(), Settings(bot_processes=0))
+        app = GameApp(MemoryStore(), Settings(bot_processes=0, bots_only="request"))
         request = pb.CreateGameRequest(
             ruleset=pb.Ruleset(preset="standard", rounds=1),
             players=[pb.Player(bot=pb.BOT_LEVEL_GREEDY)] * 3,
