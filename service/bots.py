@@ -280,7 +280,7 @@ class BotPlayer:
         """``task``'s result from a worker, once one is free for its lane."""
         loop = asyncio.get_running_loop()
         if self._busy >= self._processes or self._waiting:
-            waiting_creates = sum(1 for w in self._waiting if w[0] and not w[2].done())
+            waiting_creates = sum(1 for w in self._waiting if w[0] == 1 and not w[2].done())
             if lane == 1 and waiting_creates >= self._max_waiting_creates:
                 raise BotsBusyError
             turn = loop.create_future()

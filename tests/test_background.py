@@ -293,14 +293,18 @@ def test_twenty_games_of_bots_finish_across_a_replica_killed_and_restarted(
         a.proc.send_signal(signal.SIGKILL)
         assert a.proc.wait(10) == -signal.SIGKILL
         time.sleep(0.5)
-        with serve(tmp_path, redis_url, "a2", **ENV):
-            for _ in range(1200):
+        with serve(tmp_path, redis_url, "a2", **ENV) as a2:
+            for _ in range(600):
                 now = run(views(b.base_url, ids))
                 if all(v["status"] == "GAME_STATUS_FINISHED" for v in now):
                     break
-                time.sleep(0.1)
+                time.sleep(0.2)
             else:
-                raise AssertionError(f"games left unfinished: {now}\n{b.log()}")
+                left = [(v["gameId"], v.get("version")) for v in now if "winners" not in v]
+                due = run(due_work(redis_url))
+                raise AssertionError(
+                    f"games left unfinished: {left}; due: {due}\n{b.log()}\n{a2.log()}"
+                )
 
     async def check() -> None:
         store = RedisStore(redis_url)
@@ -313,6 +317,17 @@ def test_twenty_games_of_bots_finish_across_a_replica_killed_and_restarted(
             await store.close()
 
     run(check())
+
+
+async def due_work(redis_url: str) -> object:
+    """The due set and its owners, as Redis holds them (for a failure's message)."""
+    store = RedisStore(redis_url)
+    try:
+        return await store._client.pipeline(
+            ("ZRANGE", "ry:{due}:at", 0, -1, "WITHSCORES"), ("HGETALL", "ry:{due}:owner")
+        )
+    finally:
+        await store.close()
 
 
 def test_a_timer_due_while_its_replica_is_dead_is_honoured_by_the_other_once(
