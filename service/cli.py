@@ -193,6 +193,8 @@ def describe(event: pb.GameEvent, names: Sequence[str], centre: str = "engine") 
     if kind == "double_satisfied":
         d2 = event.double_satisfied
         return f"double {d2.value}-{d2.value} is " + ("dead" if d2.dead else "satisfied")
+    if kind == "turn_timed_out":
+        return f"{names[event.turn_timed_out.seat]} ran out of time: the service plays the turn"
     if kind == "points_scored":
         p = event.points_scored
         why = pb.PointsReason.Name(p.reason).removeprefix("POINTS_REASON_").lower()
