@@ -14,12 +14,14 @@ import hmac
 import json
 import logging
 import secrets
+import time
 from collections.abc import AsyncGenerator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 import grpc
 import orjson
+from google.protobuf.timestamp_pb2 import Timestamp
 from opentelemetry.sdk.metrics.export import MetricReader
 from opentelemetry.trace import TracerProvider
 
@@ -58,6 +60,10 @@ _GAME_ID_LEN: Final = 20
 # A move whose commit lost a race is retried from a fresh load this many times
 # when the client gave no expectedVersion (with one, it is ABORTED at once).
 _COMMIT_ATTEMPTS: Final = 8
+#: CreateGame's turnTimeoutSeconds: at most a day (0: no timer).
+MAX_TURN_TIMEOUT: Final = 86400
+#: What the service plays for a person whose time ran out (README "Bots").
+TIMED_OUT_LEVEL: Final = "greedy"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +90,9 @@ class Seats:
     #: whatever path finishes it releases its place under the tenant's cap.
     tenant: str | None = None
 
+    #: Seconds a person has for each move (0: no timer).
+    turn_timeout: int = 0
+
     def to_bytes(self) -> bytes:
         fields: dict[str, object] = {
             "names": self.names,
@@ -94,6 +103,9 @@ class Seats:
             fields["callerSeed"] = True
         if self.tenant is not None:
             fields["tenant"] = self.tenant
+
+        if self.turn_timeout:
+            fields["turnTimeout"] = self.turn_timeout
         return json.dumps(fields, separators=(",", ":")).encode()
 
     @classmethod
@@ -123,6 +135,7 @@ def _seats_of(data: bytes) -> Seats:
         tuple(raw["tokens"]),
         bool(raw.get("callerSeed", False)),  # absent in games stored before it
         raw.get("tenant"),
+        int(raw.get("turnTimeout", 0)),
     )
 
 
@@ -408,17 +421,27 @@ class GameApp:
     def _view(loaded: _Loaded, seat: int | None, into: pb.GameView | None = None) -> pb.GameView:
         view = engine.build_view(loaded.game, seat)
         seats = loaded.seats
-        return convert.view_to_proto(
+        message = convert.view_to_proto(
             view, loaded.record.game_id, seats.names, seats.bots, seats.seed_from_caller, into
         )
+        if seats.turn_timeout:
+            message.turn_timeout_seconds = seats.turn_timeout
+            if loaded.record.deadline_ms and not loaded.game.over:
+                message.turn_deadline.FromMilliseconds(loaded.record.deadline_ms)
+        return message
 
     @staticmethod
     def _view_json(loaded: _Loaded, seat: int | None) -> dict[str, Any]:
         view = engine.build_view(loaded.game, seat)
         seats = loaded.seats
-        return convert.view_to_json(
+        json_view = convert.view_to_json(
             view, loaded.record.game_id, seats.names, seats.bots, seats.seed_from_caller
         )
+        if seats.turn_timeout:
+            json_view["turnTimeoutSeconds"] = seats.turn_timeout
+            if loaded.record.deadline_ms and not loaded.game.over:
+                json_view["turnDeadline"] = _rfc3339(loaded.record.deadline_ms)
+        return json_view
 
     async def _play_bots(
         self,
@@ -428,19 +451,25 @@ class GameApp:
         messages: list[pb.GameEvent] | None = None,
         *,
         creating: bool = False,
+        background: bool = False,
     ) -> tuple[engine.GameState, int]:
         """API.md Bots: play bot seats until a person is to move or the game
         ends, off the event loop but for a short slice (service.bots); the
         game after them and how many moves they made.
-        A game of bots only is played to its end here, by CreateGame: its
-        experts search at ALL_BOTS_BUDGET so that the caller is answered in
-        seconds, not minutes. Bot play past ``bot_cpu_limit`` seconds of CPU
+        With ``bots_only = "request"``, a game of bots only is played to its
+        end here, by CreateGame: its experts search at ALL_BOTS_BUDGET so that
+        the caller is answered in seconds, not minutes. ``background``: the
+        next ``background_moves`` of such a game, at the bots' full strength
+        (:meth:`advance`). Bot play past ``bot_cpu_limit`` seconds of CPU
         refuses the request (INVALID_ARGUMENT), and so do busy workers a
         CreateGame would wait for (RESOURCE_EXHAUSTED BOTS_BUSY): nothing is
         stored."""
-        budget = ALL_BOTS_BUDGET if all(bots) else None
+        budget = ALL_BOTS_BUDGET if all(bots) and not background else None
+        limit = self.settings.background_moves if background else None
         try:
-            game, turns = await self.bots.play(game, bots, budget, creating=creating)
+            game, turns = await self.bots.play(
+                game, bots, budget, creating=creating, background=background, limit=limit
+            )
         except BotsBusyError as exc:
             raise err.bots_busy() from exc
         except BotWorkExceededError as exc:
@@ -459,6 +488,68 @@ class GameApp:
             if messages is not None:
                 messages += move.events()
         return game, len(turns.moves)
+
+    def _plays_in_background(self, seats: Seats) -> bool:
+        return all(seats.bots) and self.settings.bots_only == "background"
+
+    @staticmethod
+    def _deadline(game: engine.GameState, seats: Seats) -> int:
+        """The deadline (ms since the epoch) of the move ``game`` waits for,
+        from now: each person's move has the whole timeout; 0 without a timer,
+        on a bot's turn and once over."""
+        if not seats.turn_timeout or game.over or seats.bots[game.current_seat]:
+            return 0
+        return _now_ms() + seats.turn_timeout * 1000
+
+    def _due(self, game: engine.GameState, seats: Seats, deadline_ms: int) -> int | None:
+        """When the service next has a move to play in ``game`` (ms since the
+        epoch): now for a game of bots only played in the background, the
+        deadline of a timed person's move, else never (``None``)."""
+        if game.over:
+            return None
+        if self._plays_in_background(seats):
+            return _now_ms()
+        return deadline_ms or None
+
+    async def _commit(
+        self,
+        game_id: str,
+        base: int,
+        game: engine.GameState,
+        seats: Seats,
+        events: Sequence[StoredEvent],
+        request_key: str | None = None,
+        response: bytes | None = None,
+        *,
+        deadline: int | None = None,
+        schedule: bool = True,
+    ) -> Commit:
+        """Every change to a stored game goes through here (a person's move,
+        background play, a timed-out turn): the store's compare-and-set on
+        ``base``, the next turn's deadline written with it, and its due work
+        scheduled first (``schedule``; a background claimant that holds the
+        game's entry reschedules it itself). Scheduled before the commit, so
+        that no crash between the two loses it: an entry whose commit then
+        failed only makes a replica look at the game once for nothing.
+        ``deadline``: the one an answer already shows (else from now)."""
+        if deadline is None:
+            deadline = self._deadline(game, seats)
+        due = self._due(game, seats, deadline)
+        if schedule and due is not None:
+            await self.store.schedule(game_id, due)
+        result = await self.store.commit(
+            game_id,
+            base,
+            game.version,
+            _state_bytes(game),
+            events,
+            request_key,
+            response,
+            deadline,
+        )
+        if result is Commit.OK and game.over:
+            await self.game_finished(game_id, seats)
+        return result
 
     @staticmethod
     def _check_request_id(request_id: str) -> None:
@@ -495,6 +586,13 @@ class GameApp:
         if len(request.seed) > MAX_SEED:
             raise err.invalid(
                 f"seed is {len(request.seed)} characters long: at most {MAX_SEED}", field="seed"
+            )
+        timeout = request.turn_timeout_seconds
+        if timeout > MAX_TURN_TIMEOUT:
+            raise err.invalid(
+                f"turnTimeoutSeconds is {timeout}: at most {MAX_TURN_TIMEOUT} (a day); "
+                "0 or absent: no timer",
+                field="turnTimeoutSeconds",
             )
         for i, player in enumerate(players):
             if len(player.display_name) > MAX_NAME:
@@ -572,25 +670,36 @@ class GameApp:
             ),
             seed_from_caller=bool(request.seed),
             tenant=place.tenant,
+            turn_timeout=request.turn_timeout_seconds,  # (judged by create_game)
         )
         events: list[StoredEvent] = []
         _append(events, game.opening_events, 0)
-        game, bot_moves = await self._play_bots(game, seats.bots, events, creating=True)
+        bot_moves = 0
+        if not self._plays_in_background(seats):
+            # (Mixed games: the bots before the first person, as after a move.)
+            game, bot_moves = await self._play_bots(game, seats.bots, events, creating=True)
+        deadline = self._deadline(game, seats)
         loaded = _Loaded.__new__(_Loaded)
-        loaded.record = GameRecord(game_id, game.version, b"", b"")
+        loaded.record = GameRecord(game_id, game.version, b"", b"", deadline)
         loaded.seats = seats
         loaded.game = game
         response = pb.CreateGameResponse(
             game=self._view(loaded, None),
             seats=[pb.SeatToken(seat=i, token=t) for i, t in tokens.items()],
         )
-        record = GameRecord(game_id, game.version, _state_bytes(game), seats.to_bytes())
+        record = GameRecord(game_id, game.version, _state_bytes(game), seats.to_bytes(), deadline)
         # Remembered without its tokens: a request id is no secret (anyone
         # can send the same body and id), so a replay must not hand out
         # seats, and tokens are at rest only as hashes (in the seats). Under
         # an API key, only that key's replay derives them again.
         payload = pb.CreateGameResponse(game=response.game).SerializeToString()
         try:
+            due = self._due(game, seats, deadline)
+            if due is not None:
+                # Before the game exists: a crash between the two leaves an
+                # entry of no game (dropped when claimed), never a game that
+                # nobody plays.
+                await self.store.schedule(game_id, due)
             remembered = await self.store.create(record, events, key, payload)
         except OutcomeUnknownError as exc:
             place.counted = True  # it may have been created: its retry finds out
@@ -624,7 +733,7 @@ class GameApp:
         )
         self.metrics.games_created.inc()
         self.metrics.bot_moves.inc(bot_moves)
-        if game.over:
+        if game.over:  # (a game of bots only, played here: bots_only = "request")
             await self.game_finished(game_id, seats)
         return response
 
@@ -695,26 +804,27 @@ class GameApp:
             _append(events, moved, game.version, messages)
             game, bot_moves = await self._play_bots(game, loaded.seats.bots, events, messages)
             loaded.game = game  # (the state a bot worker sent back, if one played)
+            deadline = self._deadline(game, loaded.seats)
+            loaded.record = replace(loaded.record, deadline_ms=deadline)  # (for the answer's view)
             answer = _MoveAnswer(loaded, seat, [convert.redact(m, seat) for m in messages])
             try:
-                result = await self.store.commit(
+                result = await self._commit(
                     request.game_id,
                     base,
-                    game.version,
-                    _state_bytes(game),
+                    game,
+                    loaded.seats,
                     events,
                     key,
                     # A retry must get these very bytes back: remember the
                     # message, after what the request asked for.
                     _REMEMBERED + fingerprint + answer.proto().SerializeToString() if key else None,
+                    deadline=deadline,
                 )
             except StoreUnavailableError as exc:
                 raise self._store_failed(exc) from exc
             if result is Commit.OK:
                 self.metrics.person_moves.inc()
                 self.metrics.bot_moves.inc(bot_moves)
-                if game.over:
-                    await self.game_finished(request.game_id, loaded.seats)
                 return answer
             if result is Commit.NOT_FOUND:
                 raise err.not_found(request.game_id)
@@ -733,6 +843,67 @@ class GameApp:
             "VERSION_MISMATCH",
             "the game kept changing under this move; retry",
         )
+
+    async def advance(self, game_id: str) -> int | None:
+        """Play what is the service's to play in ``game_id`` now (background
+        play, service.background): the next ``background_moves`` bot moves of
+        a game of bots only, or the turn of a person whose time ran out, with
+        the bots after it. Returns when there is more to do (ms since the
+        epoch; now or earlier: at once), or ``None``: never (the game is over,
+        gone, or has no due work).
+
+        Each step is loaded from the store and committed with its version
+        check, so whichever replica plays it, every move is applied once: a
+        stale claimant's commit is refused and it goes again from the stored
+        state. Raises :class:`StoreUnavailableError` and ServiceError (a bot's
+        CPU limit) for the caller to try again later."""
+        for _ in range(_COMMIT_ATTEMPTS):
+            try:
+                loaded = await self._load(game_id)
+            except ServiceError as exc:
+                if exc.reason == "GAME_NOT_FOUND":
+                    return None  # expired (or the entry of a create that failed)
+                raise
+            game, seats, record = loaded.game, loaded.seats, loaded.record
+            if game.over:
+                return None
+            events: list[StoredEvent] = []
+            bot_moves = 0
+            if self._plays_in_background(seats):
+                game, bot_moves = await self._play_bots(game, seats.bots, events, background=True)
+            elif record.deadline_ms and not seats.bots[game.current_seat]:
+                if _now_ms() < record.deadline_ms:
+                    return record.deadline_ms  # moved in time (a spurious entry, or early)
+                seat = game.current_seat
+                self._play_timed_out(game, seat, events)
+                game, bot_moves = await self._play_bots(game, seats.bots, events)
+                log.info("game %s: seat %d timed out; played for it", game_id, seat)
+            else:
+                return None  # a person's turn without a timer: nothing is the service's
+            deadline = self._deadline(game, seats)
+            result = await self._commit(
+                game_id, record.version, game, seats, events, deadline=deadline, schedule=False
+            )
+            if result is Commit.OK:
+                self.metrics.bot_moves.inc(bot_moves)
+                return self._due(game, seats, deadline)
+            if result is Commit.NOT_FOUND:
+                return None
+            self.metrics.commit_conflicts.inc()  # a move or another claimant won: again
+        return _now_ms()
+
+    @staticmethod
+    def _play_timed_out(game: engine.GameState, seat: int, out: list[StoredEvent]) -> None:
+        """Play ``seat``'s whole turn as the greedy bot would (README "Bots":
+        what the service plays for a person out of time), after a
+        ``turnTimedOut`` event at the version of its first move."""
+        version = game.version + 1
+        timed_out = pb.GameEvent(version=version, turn_timed_out=pb.TurnTimedOut(seat=seat))
+        out.append(StoredEvent(version, 1, timed_out.SerializeToString()))
+        while not game.over and game.current_seat == seat:
+            view = engine.build_view(game, seat)
+            move = engine.choose(TIMED_OUT_LEVEL, view, game.legal_moves(), engine.bot_key(view))
+            _append(out, game.apply(move, seat=seat), game.version)
 
     async def _recall(
         self, request: pb.ApplyMoveRequest, key: str, fingerprint: bytes
@@ -878,6 +1049,18 @@ def _replayed(remembered: bytes) -> pb.CreateGameResponse:
     response = pb.CreateGameResponse.FromString(remembered)
     response.replayed = True
     return response
+
+
+def _now_ms() -> int:
+    # Wall-clock time: a deadline is shown to people, and compared by every replica.
+    return int(time.time() * 1000)
+
+
+def _rfc3339(ms: int) -> str:
+    """A Timestamp's canonical JSON (as json_format writes it)."""
+    out = Timestamp()
+    out.FromMilliseconds(ms)
+    return out.ToJsonString()
 
 
 def _state_bytes(game: engine.GameState) -> bytes:

@@ -120,12 +120,16 @@ def play_turns(
     cpu_limit: float,
     turns: BotTurns,
     stop: Callable[[str], bool] | None = None,
+    limit: int | None = None,
 ) -> None:
     """Play ``game``'s bot seats (API.md Bots: until a person is to move or
-    the game is over) into ``turns``; ``stop(level)`` may hand the rest
-    back (True: not this move, nor any after it). Raises
-    :class:`BotWorkExceededError` past ``cpu_limit`` seconds in all."""
+    the game is over, or ``limit`` moves are in ``turns``) into ``turns``;
+    ``stop(level)`` may hand the rest back (True: not this move, nor any
+    after it). Raises :class:`BotWorkExceededError` past ``cpu_limit``
+    seconds in all."""
     while not game.over and bots[game.current_seat]:
+        if limit is not None and len(turns.moves) >= limit:
+            return
         seat = game.current_seat
         level = LEVELS[bots[seat]]
         if stop is not None and stop(level):
@@ -151,12 +155,18 @@ _WorkerResult = tuple[bytes, list[tuple[int, list[bytes]]], list[tuple[str, floa
 
 
 def _play_elsewhere(
-    state: bytes, bots: tuple[int, ...], budget: int | None, cpu_limit: float, cpu_spent: float
+    state: bytes,
+    bots: tuple[int, ...],
+    budget: int | None,
+    cpu_limit: float,
+    cpu_spent: float,
+    limit: int | None = None,
 ) -> _WorkerResult:
-    """:func:`play_turns` in a worker: from and to bytes, for the pipe."""
+    """:func:`play_turns` in a worker: from and to bytes, for the pipe
+    (``limit``: the moves it may play)."""
     game = engine.load_dict(orjson.loads(state))
     turns = BotTurns(cpu=cpu_spent)
-    play_turns(game, bots, budget, cpu_limit, turns)
+    play_turns(game, bots, budget, cpu_limit, turns, limit=limit)
     moves = [(move.version, move.payloads) for move in turns.moves]
     return orjson.dumps(game.to_dict()), moves, turns.decisions, turns.cpu
 
@@ -199,11 +209,12 @@ class BotPlayer:
     not fit on the loop (0: a thread of this process instead, which keeps the
     loop answering but shares its interpreter; for tests and embedding).
 
-    The workers are handed out in two lanes: a move's bot turns (a person
+    The workers are handed out in three lanes: a move's bot turns (a person
     waits for them between two turns of theirs) before a CreateGame's (a
-    game of bots only can take seconds), so a flood of big games of bots
-    delays no table; and no more than ``waiting_creates`` CreateGames wait
-    for a worker, past which they are refused (:class:`BotsBusyError`)."""
+    game of bots only can take seconds), before background play's (nobody
+    waits on it), so a flood of big games of bots delays no table; and no
+    more than ``waiting_creates`` CreateGames wait for a worker, past which
+    they are refused (:class:`BotsBusyError`)."""
 
     def __init__(
         self, processes: int | None = None, cpu_limit: float = 10.0, waiting_creates: int = 0
@@ -213,7 +224,8 @@ class BotPlayer:
         self._pool: ProcessPoolExecutor | None = None
         self._max_waiting_creates = waiting_creates or 4 * max(1, self._processes)
         self._busy = 0  # workers running a job
-        # (lane, arrival, future): lane 0 = a move's turns, 1 = a CreateGame's.
+        # (lane, arrival, future): lane 0 = a move's turns, 1 = a CreateGame's,
+        # 2 = background play's.
         self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
         self._arrivals = itertools.count()
 
@@ -224,12 +236,15 @@ class BotPlayer:
         budget: int | None = None,
         *,
         creating: bool = False,
+        background: bool = False,
+        limit: int | None = None,
     ) -> tuple[engine.GameState, BotTurns]:
         """The game after its bot seats' turns (``game`` itself, or the state
-        a worker sent back), and those turns; ``creating``: for a CreateGame
-        (the second lane). Raises :class:`BotWorkExceededError` past the CPU
-        limit (``game`` may then be part-way: the caller drops it), and
-        :class:`BotsBusyError`."""
+        a worker sent back), at most ``limit`` of them, and those turns;
+        ``creating``: for a CreateGame (the second lane); ``background``:
+        for background play (the third). Raises :class:`BotWorkExceededError`
+        past the CPU limit (``game`` may then be part-way: the caller drops
+        it), and :class:`BotsBusyError`."""
         turns = BotTurns()
         if game.over or not bots[game.current_seat]:
             return game, turns
@@ -238,8 +253,10 @@ class BotPlayer:
         def handed_on(level: str) -> bool:
             return level in _SLOW or time.perf_counter() > ends
 
-        play_turns(game, bots, budget, self._cpu_limit, turns, stop=handed_on)
+        play_turns(game, bots, budget, self._cpu_limit, turns, stop=handed_on, limit=limit)
         if game.over or not bots[game.current_seat]:
+            return game, turns
+        if limit is not None and len(turns.moves) >= limit:
             return game, turns
         task = functools.partial(
             _play_elsewhere,
@@ -248,11 +265,12 @@ class BotPlayer:
             budget,
             self._cpu_limit,
             turns.cpu,
+            None if limit is None else limit - len(turns.moves),
         )
         if self._processes == 0:
             result = await asyncio.to_thread(task)
         else:
-            result = await self._in_worker(task, lane=1 if creating else 0)
+            result = await self._in_worker(task, lane=2 if background else int(creating))
         state, moves, decisions, turns.cpu = result
         turns.moves += [BotMove(version, payloads) for version, payloads in moves]
         turns.decisions += decisions
@@ -262,7 +280,7 @@ class BotPlayer:
         """``task``'s result from a worker, once one is free for its lane."""
         loop = asyncio.get_running_loop()
         if self._busy >= self._processes or self._waiting:
-            waiting_creates = sum(1 for w in self._waiting if w[0] and not w[2].done())
+            waiting_creates = sum(1 for w in self._waiting if w[0] == 1 and not w[2].done())
             if lane == 1 and waiting_creates >= self._max_waiting_creates:
                 raise BotsBusyError
             turn = loop.create_future()

@@ -62,6 +62,7 @@ def _serve(args: argparse.Namespace) -> int:
             ("trusted_proxies", args.trusted_proxies),
             ("bot_processes", args.bot_processes),
             ("bot_cpu_limit", args.bot_cpu_limit),
+            ("bots_only", args.bots_only),
             ("max_watchers", args.max_watchers),
             ("log_level", args.log_level),
             ("log_format", args.log_format),
@@ -198,6 +199,8 @@ def describe(event: pb.GameEvent, names: Sequence[str], centre: str = "engine") 
     if kind == "double_satisfied":
         d2 = event.double_satisfied
         return f"double {d2.value}-{d2.value} is " + ("dead" if d2.dead else "satisfied")
+    if kind == "turn_timed_out":
+        return f"{names[event.turn_timed_out.seat]} ran out of time: the service plays the turn"
     if kind == "points_scored":
         p = event.points_scored
         why = pb.PointsReason.Name(p.reason).removeprefix("POINTS_REASON_").lower()
@@ -595,6 +598,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="seconds of CPU the bot turns of one request may take, else it is refused "
         "(RAILYARD_BOT_CPU_LIMIT, 10)",
+    )
+    serve.add_argument(
+        "--bots-only",
+        choices=("background", "request"),
+        default=None,
+        help="where a game of bots only is played: by the replicas in the background, at "
+        "full strength, or to its end inside CreateGame (RAILYARD_BOTS_ONLY, background)",
     )
     serve.add_argument(
         "--max-watchers",

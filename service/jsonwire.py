@@ -54,7 +54,15 @@ def _tile(tile: Any) -> dict[str, int]:
     return {"a": a} if a else ({"b": b} if b else {})
 
 
-_SPECIAL: Final[dict[str, _Convert]] = {"railyard.v1.Tile": _tile}
+def _timestamp(stamp: Any) -> str:
+    # RFC 3339, as the mapping writes a Timestamp (GameView.turnDeadline).
+    return str(stamp.ToJsonString())
+
+
+_SPECIAL: Final[dict[str, _Convert]] = {
+    "railyard.v1.Tile": _tile,
+    "google.protobuf.Timestamp": _timestamp,
+}
 
 
 def _converter(field: FieldDescriptor) -> tuple[str, _Convert, bool] | None:
@@ -63,7 +71,9 @@ def _converter(field: FieldDescriptor) -> tuple[str, _Convert, bool] | None:
     if field.message_type is not None:
         if field.message_type.GetOptions().map_entry:
             return None
-        if field.message_type.full_name.startswith("google.protobuf."):
+        if field.message_type.full_name.startswith("google.protobuf.") and (
+            field.message_type.full_name not in _SPECIAL
+        ):
             return None
         convert: _Convert = _SPECIAL.get(field.message_type.full_name, to_dict)
     elif field.type == FieldDescriptor.TYPE_ENUM and field.enum_type is not None:

@@ -16,6 +16,7 @@ import uvicorn
 
 from service import tracing
 from service.app import GameApp
+from service.background import BackgroundPlayer
 from service.grpc_server import create_grpc_server
 from service.settings import Settings
 from service.store import Store
@@ -224,6 +225,10 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     # request is collected without rescanning it.
     gc.collect()
     gc.freeze()
+    # Due work (games of bots only, turn timers) is the store's: every
+    # replica claims from it, so this one's loop is one of many.
+    background = BackgroundPlayer(app)
+    background.start()
     if ready is not None:
         ready.set()
     await stop.wait()
@@ -233,7 +238,7 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     close_streams(http_api)
     watches_closing.set()
     http_server.should_exit = True
-    await asyncio.gather(grpc_server.stop(grace=5), http_task)
+    await asyncio.gather(grpc_server.stop(grace=5), http_task, background.stop(grace=5))
     app.close()
     await store.close()
     tracing.shutdown()  # the last spans leave

@@ -59,6 +59,21 @@ class Settings(BaseSettings):
     #: Seconds of CPU the bot turns of one request may take (a game of bots
     #: only is played whole by CreateGame); past it the request is refused.
     bot_cpu_limit: float = Field(10.0, gt=0)
+    #: Where a game of bots only is played: "background" (CreateGame answers
+    #: at version 0 and the replicas play it at the bots' full strength, its
+    #: moves live through WatchGame) or "request" (API.md's Bots section:
+    #: played to its end inside CreateGame, its experts at a cut budget).
+    bots_only: Literal["background", "request"] = "background"
+    #: Seconds a replica holds a claimed background game (renewed while it
+    #: plays): how long a killed replica's games wait for another.
+    background_lease: float = Field(10.0, gt=0)
+    #: Seconds between two looks for due work (bots-only games, timers).
+    background_poll: float = Field(0.25, gt=0)
+    #: Background games one replica plays at once.
+    background_games: int = Field(8, ge=1)
+    #: Bot moves per background commit (each commit is one WatchGame version
+    #: and one store round trip).
+    background_moves: int = Field(1, ge=1)
     log_level: str = "info"
     #: "text" for people, "json" (one object per line) for log pipelines.
     log_format: Literal["text", "json"] = "text"

@@ -168,12 +168,20 @@ class TracedStore:
         events: Sequence[StoredEvent],
         request_key: str | None,
         response: bytes | None,
+        deadline_ms: int = 0,
     ) -> Commit:
         result: Commit = await self._traced(
             "commit",
             game_id,
             lambda: self.inner.commit(
-                game_id, expected_version, version, state, events, request_key, response
+                game_id,
+                expected_version,
+                version,
+                state,
+                events,
+                request_key,
+                response,
+                deadline_ms,
             ),
             lambda committed: str(committed.value),
         )
@@ -219,9 +227,14 @@ class TracedStore:
             return found
 
         async def traced(*args: Any, **kwargs: Any) -> Any:
-            return await self._traced(name, None, lambda: found(*args, **kwargs), _ok)
+            game_id = args[0] if name in _GAME_FIRST and args else None
+            return await self._traced(name, game_id, lambda: found(*args, **kwargs), _ok)
 
         return traced
+
+
+#: The store calls (reached through ``__getattr__``) whose first argument is a game id.
+_GAME_FIRST: Final = frozenset({"schedule", "renew", "release"})
 
 
 def _found(result: object) -> str:

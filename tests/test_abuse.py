@@ -82,7 +82,9 @@ def test_big_bot_games_never_hold_the_event_loop(tmp_path: Path, redis_url: str)
     # One bot worker: the other core is left to the service and this test's
     # client (and, in CI, the other test process), so the probes measure the
     # service, not a machine with every core taken.
-    with serve(tmp_path, redis_url, "bots", RAILYARD_BOT_PROCESSES="1") as server:
+    with serve(
+        tmp_path, redis_url, "bots", RAILYARD_BOT_PROCESSES="1", RAILYARD_BOTS_ONLY="request"
+    ) as server:
 
         async def go() -> None:
             # The big games take seconds alone; on a machine shared with other

@@ -56,7 +56,8 @@ TRANSPORTS = ("http", "grpc")
 #: A short game: double-6, hands of 7, one round (MT-SET-1, MT-RND-1).
 SHORT = pb.Ruleset(set_max=6, hand_size=7, rounds=1)
 #: The replicas as tests run them: no bot worker processes (2 cores, shared).
-ENV = {"RAILYARD_BOT_PROCESSES": "0"}
+# (A game of bots only played by CreateGame: the verifier's tests want it whole.)
+ENV = {"RAILYARD_BOT_PROCESSES": "0", "RAILYARD_BOTS_ONLY": "request"}
 
 
 def endpoint(server: Serve, transport: str) -> str:

@@ -432,10 +432,12 @@ def test_whole_game_over_http_two_people_and_a_bot(ruleset: dict[str, Any]) -> N
 
 
 def test_a_game_of_bots_only_is_played_by_create() -> None:
-    """API.md Bots: a game with only bots is played to the end by CreateGame."""
+    """API.md Bots, kept as ``bots_only = "request"``: a game with only bots
+    is played to the end by CreateGame (the default plays it in the
+    background: tests/test_background.py)."""
 
     async def scenario() -> None:
-        async with http_client(GameApp(MemoryStore())) as client:
+        async with http_client(GameApp(MemoryStore(), Settings(bots_only="request"))) as client:
             bots = [{"bot": "BOT_LEVEL_RANDOM"}, {"bot": "BOT_LEVEL_RANDOM"}]
             game = await create(client, players=bots)
             assert game.created["game"]["status"] == "GAME_STATUS_FINISHED"
@@ -594,7 +596,8 @@ def test_a_classic_game_seats_as_many_as_its_deal_fits() -> None:
     past the most any game seats, CreateGame refuses before any work per player."""
 
     async def scenario() -> None:
-        async with http_client(GameApp(MemoryStore())) as client:
+        # (Played by CreateGame, so that the answer shows the whole game.)
+        async with http_client(GameApp(MemoryStore(), Settings(bots_only="request"))) as client:
 
             def body(count: int, **ruleset: Any) -> dict[str, Any]:
                 players = [

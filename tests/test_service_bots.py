@@ -158,7 +158,7 @@ def test_bot_play_over_the_cpu_limit_is_refused_and_nothing_stored() -> None:
 
     async def go() -> None:
         store = MemoryStore()
-        app = GameApp(store, Settings(bot_processes=1, bot_cpu_limit=0.05))
+        app = GameApp(store, Settings(bot_processes=1, bot_cpu_limit=0.05, bots_only="request"))
         request = pb.CreateGameRequest(
             ruleset=pb.Ruleset(
                 preset="standard",
@@ -194,7 +194,9 @@ def test_a_game_of_experts_only_is_played_by_create_game() -> None:
             players=[pb.Player(bot=pb.BOT_LEVEL_EXPERT)] * 3,
             seed="experts only",
         )
-        apps = [GameApp(MemoryStore(), Settings(bot_processes=p)) for p in (0, 1)]
+        apps = [
+            GameApp(MemoryStore(), Settings(bot_processes=p, bots_only="request")) for p in (0, 1)
+        ]
         try:
             views = [(await app.create_game(request, Caller())).game for app in apps]
         finally:
@@ -253,7 +255,7 @@ def test_a_create_game_retry_is_answered_without_playing_its_bots_again() -> Non
     up to --bot-cpu-limit of worker CPU per retry)."""
 
     async def go() -> None:
-        app = GameApp(MemoryStore(), Settings(bot_processes=0))
+        app = GameApp(MemoryStore(), Settings(bot_processes=0, bots_only="request"))
         request = pb.CreateGameRequest(
             ruleset=pb.Ruleset(preset="standard", rounds=1),
             players=[pb.Player(bot=pb.BOT_LEVEL_GREEDY)] * 3,
@@ -309,7 +311,8 @@ def test_bot_workers_end_with_a_service_killed_outright(tmp_path: Path, redis_ur
     """A service killed by SIGKILL (or the OOM killer) left its bot workers,
     their forkserver and the resource tracker running for ever: a worker
     waits on a queue whose write end it holds itself. They now end with it."""
-    with serve(tmp_path, redis_url, "killed") as server:
+    # (The experts' game played inside CreateGame: its workers exist once it answers.)
+    with serve(tmp_path, redis_url, "killed", RAILYARD_BOTS_ONLY="request") as server:
         created = httpx.post(
             f"{server.base_url}/v1/games",
             json={

@@ -127,7 +127,9 @@ async def instance(redis_url: str) -> AsyncIterator[Instance]:
     async with AsyncExitStack() as stack:
         store = RedisStore(redis_url)
         stack.push_async_callback(store.close)
-        app = GameApp(store, Settings(rate_limit=0))
+        # Games of bots only played by CreateGame (API.md Bots): this
+        # instance runs no background player.
+        app = GameApp(store, Settings(rate_limit=0, bots_only="request"))
         server, port = create_grpc_server(app, "127.0.0.1", 0)
         await server.start()
         stack.push_async_callback(server.stop, None)

@@ -729,7 +729,7 @@ def _finished_games() -> list[dict[str, Any]]:
     from service.store.memory import MemoryStore
 
     async def main() -> list[dict[str, Any]]:
-        app = GameApp(MemoryStore(), Settings(rate_limit=0, bot_processes=0))
+        app = GameApp(MemoryStore(), Settings(rate_limit=0, bot_processes=0, bots_only="request"))
         caller = Caller(token=None, address="127.0.0.1")
         games = []
         try:

@@ -10,6 +10,7 @@ source of truth. Rule ids (MT-DBL-3 ...) refer to RULES.md.
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 import builtins as _builtins
@@ -775,10 +776,16 @@ class CreateGameRequest(_message.Message):
     PLAYERS_FIELD_NUMBER: _builtins.int
     SEED_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
+    TURN_TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
     seed: _builtins.str
     """Optional; a random one is drawn when empty. Revealed when the game is over."""
     request_id: _builtins.str
     """Idempotency key: a repeat returns the first answer."""
+    turn_timeout_seconds: _builtins.int
+    """Seconds a person has for each move (1..86400); 0: no timer. When it
+    runs out, the service plays that person's turn (the greedy bot's
+    choices) and says so with a turn_timed_out event.
+    """
     @_builtins.property
     def ruleset(self) -> Global___Ruleset:
         """A preset name plus any overrides."""
@@ -794,10 +801,11 @@ class CreateGameRequest(_message.Message):
         players: _abc.Iterable[Global___Player] | None = ...,
         seed: _builtins.str = ...,
         request_id: _builtins.str = ...,
+        turn_timeout_seconds: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["ruleset", b"ruleset"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["players", b"players", "request_id", b"request_id", "ruleset", b"ruleset", "seed", b"seed"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["players", b"players", "request_id", b"request_id", "ruleset", b"ruleset", "seed", b"seed", "turn_timeout_seconds", b"turn_timeout_seconds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1411,6 +1419,8 @@ class GameView(_message.Message):
     LINE_FIELD_NUMBER: _builtins.int
     TEAMS_FIELD_NUMBER: _builtins.int
     TARGET_SCORE_FIELD_NUMBER: _builtins.int
+    TURN_TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
+    TURN_DEADLINE_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     version: _builtins.int
     """+1 for every accepted move, bot moves included."""
@@ -1432,6 +1442,8 @@ class GameView(_message.Message):
     """
     target_score: _builtins.int
     """CL-SC-2: the score that ends the game (rounds_total is then 0)."""
+    turn_timeout_seconds: _builtins.int
+    """CreateGame's turn_timeout_seconds; 0: no timer."""
     @_builtins.property
     def ruleset(self) -> Global___Ruleset:
         """Every option resolved."""
@@ -1466,6 +1478,12 @@ class GameView(_message.Message):
     def teams(self) -> _containers.RepeatedCompositeFieldContainer[Global___TeamView]:
         """CL-TEAM-1, when teams play."""
 
+    @_builtins.property
+    def turn_deadline(self) -> _timestamp_pb2.Timestamp:
+        """When the person to move runs out of time (the service then plays their
+        turn); absent without a timer, on a bot's turn, and once finished.
+        """
+
     def __init__(
         self,
         *,
@@ -1491,10 +1509,12 @@ class GameView(_message.Message):
         line: Global___LineView | None = ...,
         teams: _abc.Iterable[Global___TeamView] | None = ...,
         target_score: _builtins.int = ...,
+        turn_timeout_seconds: _builtins.int = ...,
+        turn_deadline: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_current_seat", b"_current_seat", "_viewer_seat", b"_viewer_seat", "current_seat", b"current_seat", "engine", b"engine", "line", b"line", "ruleset", b"ruleset", "turn", b"turn", "viewer_seat", b"viewer_seat"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_current_seat", b"_current_seat", "_viewer_seat", b"_viewer_seat", "current_seat", b"current_seat", "engine", b"engine", "line", b"line", "ruleset", b"ruleset", "turn", b"turn", "turn_deadline", b"turn_deadline", "viewer_seat", b"viewer_seat"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_current_seat", b"_current_seat", "_viewer_seat", b"_viewer_seat", "boneyard_count", b"boneyard_count", "current_seat", b"current_seat", "engine", b"engine", "game_id", b"game_id", "hand", b"hand", "line", b"line", "open_doubles", b"open_doubles", "players", b"players", "round", b"round", "rounds_total", b"rounds_total", "ruleset", b"ruleset", "seed", b"seed", "seed_from_caller", b"seed_from_caller", "seed_sha256", b"seed_sha256", "status", b"status", "target_score", b"target_score", "teams", b"teams", "trains", b"trains", "turn", b"turn", "version", b"version", "viewer_seat", b"viewer_seat", "winners", b"winners"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_current_seat", b"_current_seat", "_viewer_seat", b"_viewer_seat", "boneyard_count", b"boneyard_count", "current_seat", b"current_seat", "engine", b"engine", "game_id", b"game_id", "hand", b"hand", "line", b"line", "open_doubles", b"open_doubles", "players", b"players", "round", b"round", "rounds_total", b"rounds_total", "ruleset", b"ruleset", "seed", b"seed", "seed_from_caller", b"seed_from_caller", "seed_sha256", b"seed_sha256", "status", b"status", "target_score", b"target_score", "teams", b"teams", "trains", b"trains", "turn", b"turn", "turn_deadline", b"turn_deadline", "turn_timeout_seconds", b"turn_timeout_seconds", "version", b"version", "viewer_seat", b"viewer_seat", "winners", b"winners"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__current_seat: _TypeAlias = _typing.Literal["current_seat"]  # noqa: Y015
     _WhichOneofArgType__current_seat: _TypeAlias = _typing.Literal["_current_seat", b"_current_seat"]  # noqa: Y015
@@ -1801,9 +1821,32 @@ class GameEnded(_message.Message):
 Global___GameEnded: _TypeAlias = GameEnded  # noqa: Y015
 
 @_typing.final
-class GameEvent(_message.Message):
-    """One event, with the game's version after the move that caused it."""
+class TurnTimedOut(_message.Message):
+    """One event, with the game's version after the move that caused it.
+    A person's turn_timeout_seconds ran out: the service plays that seat's
+    turn (the greedy bot's choices); the moves' own events follow, at the
+    same version as this one for the first of them.
+    """
 
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TurnTimedOut: _TypeAlias = TurnTimedOut  # noqa: Y015
+
+@_typing.final
+class GameEvent(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     VERSION_FIELD_NUMBER: _builtins.int
@@ -1819,6 +1862,7 @@ class GameEvent(_message.Message):
     ROUND_ENDED_FIELD_NUMBER: _builtins.int
     GAME_ENDED_FIELD_NUMBER: _builtins.int
     POINTS_SCORED_FIELD_NUMBER: _builtins.int
+    TURN_TIMED_OUT_FIELD_NUMBER: _builtins.int
     version: _builtins.int
     @_builtins.property
     def snapshot(self) -> Global___GameView:
@@ -1846,6 +1890,8 @@ class GameEvent(_message.Message):
     def game_ended(self) -> Global___GameEnded: ...
     @_builtins.property
     def points_scored(self) -> Global___PointsScored: ...
+    @_builtins.property
+    def turn_timed_out(self) -> Global___TurnTimedOut: ...
     def __init__(
         self,
         *,
@@ -1862,12 +1908,13 @@ class GameEvent(_message.Message):
         round_ended: Global___RoundEnded | None = ...,
         game_ended: Global___GameEnded | None = ...,
         points_scored: Global___PointsScored | None = ...,
+        turn_timed_out: Global___TurnTimedOut | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["double_satisfied", b"double_satisfied", "game_ended", b"game_ended", "kind", b"kind", "marker_placed", b"marker_placed", "marker_removed", b"marker_removed", "passed", b"passed", "points_scored", b"points_scored", "round_ended", b"round_ended", "round_started", b"round_started", "snapshot", b"snapshot", "tile_drawn", b"tile_drawn", "tile_played", b"tile_played", "turn_started", b"turn_started"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["double_satisfied", b"double_satisfied", "game_ended", b"game_ended", "kind", b"kind", "marker_placed", b"marker_placed", "marker_removed", b"marker_removed", "passed", b"passed", "points_scored", b"points_scored", "round_ended", b"round_ended", "round_started", b"round_started", "snapshot", b"snapshot", "tile_drawn", b"tile_drawn", "tile_played", b"tile_played", "turn_started", b"turn_started", "turn_timed_out", b"turn_timed_out"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["double_satisfied", b"double_satisfied", "game_ended", b"game_ended", "kind", b"kind", "marker_placed", b"marker_placed", "marker_removed", b"marker_removed", "passed", b"passed", "points_scored", b"points_scored", "round_ended", b"round_ended", "round_started", b"round_started", "snapshot", b"snapshot", "tile_drawn", b"tile_drawn", "tile_played", b"tile_played", "turn_started", b"turn_started", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["double_satisfied", b"double_satisfied", "game_ended", b"game_ended", "kind", b"kind", "marker_placed", b"marker_placed", "marker_removed", b"marker_removed", "passed", b"passed", "points_scored", b"points_scored", "round_ended", b"round_ended", "round_started", b"round_started", "snapshot", b"snapshot", "tile_drawn", b"tile_drawn", "tile_played", b"tile_played", "turn_started", b"turn_started", "turn_timed_out", b"turn_timed_out", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["snapshot", "tile_played", "tile_drawn", "passed", "marker_placed", "marker_removed", "double_satisfied", "turn_started", "round_started", "round_ended", "game_ended", "points_scored"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["snapshot", "tile_played", "tile_drawn", "passed", "marker_placed", "marker_removed", "double_satisfied", "turn_started", "round_started", "round_ended", "game_ended", "points_scored", "turn_timed_out"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 

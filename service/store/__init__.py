@@ -50,6 +50,8 @@ class GameRecord:
     version: int
     state: bytes  # engine's to_bytes()
     meta: bytes  # service's seat metadata (JSON): names, bot levels, token hashes
+    #: When the person to move runs out of time (ms since the epoch); 0: no timer.
+    deadline_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,10 +119,12 @@ class Store(Protocol):
         events: Sequence[StoredEvent],
         request_key: str | None,
         response: bytes | None,
+        deadline_ms: int = 0,
     ) -> Commit:
-        """If the game is at ``expected_version``: write ``state`` at ``version``,
-        append ``events``, remember ``response`` under ``request_key``, refresh
-        every TTL, all in one atomic step. Else change nothing.
+        """If the game is at ``expected_version``: write ``state`` at ``version``
+        and its turn's ``deadline_ms``, append ``events``, remember ``response``
+        under ``request_key``, refresh every TTL, all in one atomic step. Else
+        change nothing.
 
         The version check is what makes a request apply once: a commit whose
         answer was lost may still have been applied, so a caller retrying a
@@ -158,6 +162,32 @@ class Store(Protocol):
 
     async def release_live(self, tenant: str, game_id: str) -> None:
         """No longer count ``game_id`` among ``tenant``'s games (idempotent)."""
+
+    # -- due work: background play and turn timers, shared by every replica.
+    # One entry per game, at the time (ms since the epoch) its next move is
+    # the service's to play. Claiming an entry leases it: its time becomes the
+    # lease's end, so a claimant that dies (and renews no more) leaves it due
+    # again for another. An entry is only a reminder: the claimant reads the
+    # game itself to learn what is due, so a stale or spurious one costs a
+    # load, never a move (moves are applied by commit's version check).
+
+    async def schedule(self, game_id: str, due_ms: int) -> None:
+        """Make ``game_id`` due at ``due_ms`` (replacing its entry's time)."""
+        ...
+
+    async def claim_due(self, owner: str, lease: float, limit: int) -> list[str]:
+        """Lease up to ``limit`` games due by now to ``owner`` for ``lease``
+        seconds (the store's clock), and name them."""
+        ...
+
+    async def renew(self, game_id: str, owner: str, lease: float) -> bool:
+        """Extend ``owner``'s lease of ``game_id``; False when it is no longer
+        theirs (expired and claimed by another, or released)."""
+        ...
+
+    async def release(self, game_id: str, owner: str, due_ms: int | None) -> None:
+        """End ``owner``'s lease: the game is due again at ``due_ms``, or has
+        no entry any more (``None``). Nothing when the lease is another's."""
         ...
 
     async def ping(self) -> None:

@@ -68,6 +68,9 @@ class MemoryStore:
         #: Each tenant's games in progress: game id -> when it stops counting.
         self._live_games: dict[str, dict[str, float]] = {}
 
+        # Due work (Store.schedule): game id -> (due or lease end in ms, owner or "").
+        self._due: dict[str, tuple[int, str]] = {}
+
     def __len__(self) -> int:
         """Games held (expired ones not yet freed included)."""
         return len(self._games)
@@ -140,6 +143,7 @@ class MemoryStore:
         events: Sequence[StoredEvent],
         request_key: str | None,
         response: bytes | None,
+        deadline_ms: int = 0,
     ) -> Commit:
         game = self._live(game_id)
         if game is None:
@@ -147,7 +151,7 @@ class MemoryStore:
         if game.record.version != expected_version:
             return Commit.VERSION_MISMATCH
         now = time.monotonic()
-        game.record = GameRecord(game_id, version, state, game.record.meta)
+        game.record = GameRecord(game_id, version, state, game.record.meta, deadline_ms)
         game.events.extend(events)
         game.expires = now + self._game_ttl
         if request_key is not None and response is not None:
@@ -232,6 +236,34 @@ class MemoryStore:
             if not games:
                 del self._live_games[tenant]
 
+    async def schedule(self, game_id: str, due_ms: int) -> None:
+        owner = self._due.get(game_id, (0, ""))[1]
+        self._due[game_id] = (due_ms, owner)
+
+    async def claim_due(self, owner: str, lease: float, limit: int) -> list[str]:
+        now = _now_ms()
+        due = sorted((at, game_id) for game_id, (at, _) in self._due.items() if at <= now)
+        claimed = [game_id for _, game_id in due[:limit]]
+        for game_id in claimed:
+            self._due[game_id] = (now + round(lease * 1000), owner)
+        return claimed
+
+    async def renew(self, game_id: str, owner: str, lease: float) -> bool:
+        entry = self._due.get(game_id)
+        if entry is None or entry[1] != owner:
+            return False
+        self._due[game_id] = (_now_ms() + round(lease * 1000), owner)
+        return True
+
+    async def release(self, game_id: str, owner: str, due_ms: int | None) -> None:
+        entry = self._due.get(game_id)
+        if entry is None or entry[1] != owner:
+            return
+        if due_ms is None:
+            del self._due[game_id]
+        else:
+            self._due[game_id] = (due_ms, "")
+
     async def ping(self) -> None:
         return None
 
@@ -242,3 +274,9 @@ class MemoryStore:
             self._sweeper = None
         self._games.clear()
         self._expiries.clear()
+        self._due.clear()
+
+
+def _now_ms() -> int:
+    # Wall-clock time, as deadlines are (a game's deadline is shown to people).
+    return int(time.time() * 1000)

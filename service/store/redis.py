@@ -10,6 +10,17 @@ one cluster slot and one Lua script may touch them together:
 * the pub/sub channel named like the stream, ``{prefix}:{<game_id>}:e``: the
   scripts PUBLISH the game's new version there after appending events.
 
+Due work (background play, turn timers: :meth:`RedisStore.claim_due`) lives
+apart from the games, under its own hash tag, so that one script sees all of
+it: ``{prefix}:{due}:at``, a sorted set of game ids scored by when each is due
+(ms since the epoch; while leased, when the lease ends), and
+``{prefix}:{due}:owner``, a hash naming each leased game's claimant. On a
+Cluster these two keys share one slot (one node), and a game's keys are in
+the game's own: an entry is scheduled before its game's commit, never in the
+same script, and is only a reminder (the claimant loads the game to learn
+what is due), so a commit that fails after its entry was written leaves a
+spurious entry, which costs one load.
+
 :meth:`RedisStore.create` and :meth:`RedisStore.commit` are each one Lua script
 (atomic on the server; every key it touches is passed in ``KEYS``). Reads are
 plain commands. Everything goes through :mod:`service.store.resp`, a lean
@@ -63,7 +74,8 @@ _T = TypeVar("_T")
 
 # create: KEYS = game hash, event stream[, request key]
 # ARGV = state, version, meta, game ttl ms, request ttl ms, has response (0/1),
-#        response, then <stream id>, <payload> per event (ids strictly increasing).
+#        response, turn deadline ms, then <stream id>, <payload> per event (ids
+#        strictly increasing).
 # Returns {"ok"} | {"remembered", response} | {"exists"}. Publishes the version
 # on the channel named like the stream when it wrote events.
 # The shebang (Redis 7 script flags, none given) makes Redis refuse the whole
@@ -82,23 +94,25 @@ end
 -- Leftovers of an expired game with the same id would clash with the new one.
 redis.call('DEL', stream)
 if request then redis.call('DEL', request) end
-redis.call('HSET', game, 'state', ARGV[1], 'version', ARGV[2], 'meta', ARGV[3])
+redis.call('HSET', game, 'state', ARGV[1], 'version', ARGV[2], 'meta', ARGV[3],
+  'deadline', ARGV[8])
 redis.call('PEXPIRE', game, ARGV[4])
-for i = 8, #ARGV, 2 do
+for i = 9, #ARGV, 2 do
   redis.call('XADD', stream, ARGV[i], 'p', ARGV[i + 1])
 end
-if #ARGV >= 8 then redis.call('PEXPIRE', stream, ARGV[4]) end
+if #ARGV >= 9 then redis.call('PEXPIRE', stream, ARGV[4]) end
 if request and ARGV[6] == '1' then
   redis.call('SET', request, ARGV[7], 'PX', ARGV[5])
 end
 -- Last, once written: a woken watcher reads what this script wrote.
-if #ARGV >= 8 then redis.call('PUBLISH', stream, ARGV[2]) end
+if #ARGV >= 9 then redis.call('PUBLISH', stream, ARGV[2]) end
 return {'ok'}
 """
 
 # commit: KEYS = game hash, event stream[, request key]
 # ARGV = expected version, new version, state, game ttl ms, request ttl ms,
-#        response, then <stream id>, <payload> per event (ids strictly increasing).
+#        response, turn deadline ms, then <stream id>, <payload> per event (ids
+#        strictly increasing).
 # Returns "ok" | "not_found" | "version_mismatch" | "bad_event_id"; nothing
 # is written (or published) unless it returns "ok". Refused up front at
 # maxmemory, as create.
@@ -107,26 +121,66 @@ local game, stream, request = KEYS[1], KEYS[2], KEYS[3]
 local current = redis.call('HGET', game, 'version')
 if not current then return 'not_found' end
 if current ~= ARGV[1] then return 'version_mismatch' end
-if #ARGV >= 7 then
+if #ARGV >= 8 then
   -- XADD would fail half-way through an id at or below the stream's last one.
   local last = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)[1]
   if last then
     local lv, ls = string.match(last[1], '^(%d+)-(%d+)$')
-    local nv, ns = string.match(ARGV[7], '^(%d+)-(%d+)$')
+    local nv, ns = string.match(ARGV[8], '^(%d+)-(%d+)$')
     lv, ls, nv, ns = tonumber(lv), tonumber(ls), tonumber(nv), tonumber(ns)
     if nv < lv or (nv == lv and ns <= ls) then return 'bad_event_id' end
   end
 end
-redis.call('HSET', game, 'state', ARGV[3], 'version', ARGV[2])
-for i = 7, #ARGV, 2 do
+redis.call('HSET', game, 'state', ARGV[3], 'version', ARGV[2], 'deadline', ARGV[7])
+for i = 8, #ARGV, 2 do
   redis.call('XADD', stream, ARGV[i], 'p', ARGV[i + 1])
 end
 redis.call('PEXPIRE', game, ARGV[4])
 redis.call('PEXPIRE', stream, ARGV[4])
 if request then redis.call('SET', request, ARGV[6], 'PX', ARGV[5]) end
 -- Last, once written: a woken watcher reads what this script wrote.
-if #ARGV >= 7 then redis.call('PUBLISH', stream, ARGV[2]) end
+if #ARGV >= 8 then redis.call('PUBLISH', stream, ARGV[2]) end
 return 'ok'
+"""
+
+# Due work. KEYS = the due set, the owners hash (one hash tag: one slot).
+# The store's clock decides what is due and when a lease ends, so replicas
+# with skewed clocks agree on both.
+_NOW_LUA = """
+local now_s, now_us = unpack(redis.call('TIME'))
+local now = now_s * 1000 + math.floor(now_us / 1000)
+"""
+# claim: ARGV = owner, lease ms, limit. Returns the claimed game ids.
+_CLAIM_LUA = (
+    _NOW_LUA
+    + """
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[3]))
+for _, id in ipairs(ids) do
+  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), id)
+  redis.call('HSET', KEYS[2], id, ARGV[1])
+end
+return ids
+"""
+)
+# renew: ARGV = game id, owner, lease ms. Returns 1, or 0 when not the owner's.
+_RENEW_LUA = (
+    _NOW_LUA
+    + """
+if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
+return 1
+"""
+)
+# release: ARGV = game id, owner, due ms ("": no entry any more).
+_RELEASE_LUA = """
+if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('HDEL', KEYS[2], ARGV[1])
+if ARGV[3] == '' then
+  redis.call('ZREM', KEYS[1], ARGV[1])
+else
+  redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
+end
+return 1
 """
 
 
@@ -247,6 +301,11 @@ class RedisStore:
         self._take_script = Script(self._client, _TAKE_LUA)
         self._reserve_live_script = Script(self._client, _RESERVE_LIVE_LUA)
 
+        self._claim_script = Script(self._client, _CLAIM_LUA)
+        self._renew_script = Script(self._client, _RENEW_LUA)
+        self._release_script = Script(self._client, _RELEASE_LUA)
+        self._due_keys = [f"{prefix}:{{due}}:at", f"{prefix}:{{due}}:owner"]
+
     # -- keys -------------------------------------------------------------
 
     def _tag(self, game_id: str) -> str:
@@ -318,6 +377,7 @@ class RedisStore:
             self._request_ttl_ms,
             0 if response is None else 1,
             b"" if response is None else response,
+            record.deadline_ms,
         ]
         args += _event_args(events)
         async with self._guard(f"create game {game_id}", writes=True):
@@ -333,12 +393,17 @@ class RedisStore:
         key = self.game_key(game_id)
 
         async def call() -> Any:
-            return await self._client.call("HMGET", key, "state", "version", "meta", route=key)
+            return await self._client.call(
+                "HMGET", key, "state", "version", "meta", "deadline", route=key
+            )
 
-        state, version, meta = await self._read(f"load game {game_id}", call)
+        state, version, meta, deadline = await self._read(f"load game {game_id}", call)
         if state is None or version is None:
             return None
-        return GameRecord(game_id, int(version), bytes(state), bytes(meta or b""))
+        # (No deadline field: a game stored before timers, which has none.)
+        return GameRecord(
+            game_id, int(version), bytes(state), bytes(meta or b""), int(deadline or 0)
+        )
 
     async def commit(
         self,
@@ -349,6 +414,7 @@ class RedisStore:
         events: Sequence[StoredEvent],
         request_key: str | None,
         response: bytes | None,
+        deadline_ms: int = 0,
     ) -> Commit:
         keys = [self.game_key(game_id), self.events_key(game_id)]
         if request_key is not None and response is not None:
@@ -360,6 +426,7 @@ class RedisStore:
             self._game_ttl_ms,
             self._request_ttl_ms,
             b"" if response is None else response,
+            deadline_ms,
         ]
         args += _event_args(events)
         async with self._guard(f"commit to game {game_id}", writes=True):
@@ -488,6 +555,28 @@ class RedisStore:
         key = self.live_games_key(tenant)
         async with self._guard(f"release a live game of {tenant}", writes=True):
             await self._client.call("ZREM", key, game_id, route=key)
+
+    async def schedule(self, game_id: str, due_ms: int) -> None:
+        self._tag(game_id)  # (refuses an id that is no game's)
+        async with self._guard(f"schedule game {game_id}"):
+            due_set = self._due_keys[0]
+            await self._client.call("ZADD", due_set, due_ms, game_id, route=due_set)
+
+    async def claim_due(self, owner: str, lease: float, limit: int) -> list[str]:
+        async with self._guard("claim due games"):
+            reply = await self._claim_script(self._due_keys, [owner, _ms(lease), limit])
+        return [bytes(game_id).decode() for game_id in reply or ()]
+
+    async def renew(self, game_id: str, owner: str, lease: float) -> bool:
+        async with self._guard(f"renew the lease of game {game_id}"):
+            reply = await self._renew_script(self._due_keys, [game_id, owner, _ms(lease)])
+        return bool(reply)
+
+    async def release(self, game_id: str, owner: str, due_ms: int | None) -> None:
+        async with self._guard(f"release game {game_id}"):
+            await self._release_script(
+                self._due_keys, [game_id, owner, "" if due_ms is None else due_ms]
+            )
 
     async def ping(self) -> None:
         async def call() -> Any:

@@ -720,6 +720,8 @@ function describe(e) {
       return `round ${b.round ?? 0} ends (${(b.reason ?? "").replace("ROUND_END_REASON_", "").toLowerCase()}): ${(b.scores ?? []).join(" / ")}`;
     case "pointsScored":
       return `${name(b.seat)} scores ${b.points ?? 0} (${(b.reason ?? "").replace("POINTS_REASON_", "").toLowerCase()})`;
+    case "turnTimedOut":
+      return `${name(b.seat)} ran out of time: the service plays their turn`;
     case "gameEnded":
       return `game over: ${(b.totals ?? []).join(" / ")}`;
     default:

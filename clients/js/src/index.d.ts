@@ -353,6 +353,7 @@ export type GameEvent = EventBase &
     | { roundEnded: RoundEnded }
     | { gameEnded: GameEnded }
     | { pointsScored: PointsScored }
+    | { turnTimedOut: { seat?: number } }
   );
 
 export type GameEventKind =
@@ -367,7 +368,8 @@ export type GameEventKind =
   | "roundStarted"
   | "roundEnded"
   | "gameEnded"
-  | "pointsScored";
+  | "pointsScored"
+  | "turnTimedOut";
 
 /** google.rpc.Status in JSON, as every error body is. */
 export interface RpcStatus {

@@ -216,6 +216,7 @@ const EVENT_KINDS = [
   "roundEnded",
   "gameEnded",
   "pointsScored",
+  "turnTimedOut",
 ];
 
 /** Which kind a GameEvent is ("tilePlayed", "gameEnded", ...), or undefined for an unknown one. */
