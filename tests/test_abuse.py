@@ -139,8 +139,12 @@ def test_a_big_bot_game_over_the_cpu_limit_is_refused(
     tmp_path: Path, redis_url: str, redis_server: RedisServer
 ) -> None:
     """RAILYARD_BOT_CPU_LIMIT bounds what one request may make the bots do:
-    past it, INVALID_ARGUMENT naming the limit, and nothing is written."""
-    with serve(tmp_path, redis_url, "limit", RAILYARD_BOT_CPU_LIMIT="0.2") as server:
+    past it, INVALID_ARGUMENT naming the limit, and nothing is written. (A
+    game of bots only is a request's work only when they play inside it,
+    RAILYARD_BOTS_ONLY=request; in the background nothing waits on them.)"""
+    with serve(
+        tmp_path, redis_url, "limit", RAILYARD_BOT_CPU_LIMIT="0.2", RAILYARD_BOTS_ONLY="request"
+    ) as server:
         before = dbsize(redis_server)
         response = httpx.post(f"{server.base_url}/v1/games", json=BIG_BOTS, timeout=30)
         status, reason, meta = reason_of(response)

@@ -54,8 +54,12 @@ async def services(redis_url: str) -> AsyncIterator[tuple[GameApp, str, str]]:
     store = RedisStore(redis_url)
     # No bot worker processes: the tests' bots are random and greedy, which
     # decide on the event loop anyway.
-    app = GameApp(store, Settings(rate_limit=0, bot_processes=0))
-    limited = GameApp(store, Settings(rate_limit=1, rate_burst=3, bot_processes=0))
+    # bots_only "request": the suite's games of bots only are played by their
+    # CreateGame (API.md's Bots; no background loop runs beside these apps).
+    app = GameApp(store, Settings(rate_limit=0, bot_processes=0, bots_only="request"))
+    limited = GameApp(
+        store, Settings(rate_limit=1, rate_burst=3, bot_processes=0, bots_only="request")
+    )
     try:
         async with http_server(app) as url, http_server(limited) as limited_url:
             yield app, url, limited_url

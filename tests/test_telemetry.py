@@ -38,7 +38,9 @@ def value(found: dict[Any, float], name: str, **labels: str) -> float:
 
 def test_metrics_count_calls_games_moves_and_watches() -> None:
     async def go() -> None:
-        app = GameApp(MemoryStore(), Settings(keepalive=10, bot_processes=0))
+        # bots_only "request": the game of bots below is played by its
+        # CreateGame (no background loop runs beside this app).
+        app = GameApp(MemoryStore(), Settings(keepalive=10, bot_processes=0, bots_only="request"))
         server, port = create_grpc_server(app, "127.0.0.1", 0)
         await server.start()
         transport = httpx.ASGITransport(app=create_http_app(app))
