@@ -8,7 +8,7 @@ over the in-process store, exactly as ``railyard serve`` plays it. Per round
 (lower is better in Mexican Train): the expert's score against the greedy
 seats' mean, and rounds won (the round's lowest score; a tie shares it).
 
-    .venv/bin/python bench/background.py [--games 36] [--rounds 3]
+    .venv/bin/python bench/background.py [--games 36] [--rounds 3] [--parallel 4] [--bot-processes 1]
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ def interval(values: list[float]) -> str:
     return f"{mean:6.2f} ± {half:4.2f}"
 
 
-async def main(games: int, rounds: int, parallel: int) -> None:
-    settings = Settings(background_games=parallel, background_poll=0.02, bot_processes=1)
+async def main(games: int, rounds: int, parallel: int, processes: int = 1) -> None:
+    settings = Settings(background_games=parallel, background_poll=0.02, bot_processes=processes)
     app = GameApp(MemoryStore(), settings)
     player = BackgroundPlayer(app)
     player.start()
@@ -109,5 +109,6 @@ if __name__ == "__main__":
     parser.add_argument("--games", type=int, default=36)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--parallel", type=int, default=4)
+    parser.add_argument("--bot-processes", type=int, default=1, help="the bots' worker processes")
     args = parser.parse_args()
-    asyncio.run(main(args.games, args.rounds, args.parallel))
+    asyncio.run(main(args.games, args.rounds, args.parallel, args.bot_processes))

@@ -79,3 +79,11 @@ def test_tracing_benchmark_runs() -> None:
     assert "tracing off" in out
     assert "tracing on" in out
     assert "on/off:" in out
+
+
+def test_background_benchmark_runs() -> None:
+    """Two one-round games of an expert and three greedy bots, played by the
+    background player; the summary's lines are there."""
+    out = run_bench("bench/background.py", "--games", "2", "--rounds", "1", "--parallel", "2")
+    assert "2 games x 1 rounds" in out
+    assert "rounds won: expert" in out
