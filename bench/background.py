@@ -8,7 +8,8 @@ over the in-process store, exactly as ``railyard serve`` plays it. Per round
 (lower is better in Mexican Train): the expert's score against the greedy
 seats' mean, and rounds won (the round's lowest score; a tie shares it).
 
-    .venv/bin/python bench/background.py [--games 36] [--rounds 3] [--parallel 4] [--bot-processes 1]
+    .venv/bin/python bench/background.py [--games 36] [--rounds 3] [--parallel 4]
+                                         [--bot-processes 1]
 """
 
 from __future__ import annotations
