@@ -43,7 +43,7 @@ lock: $(STAMP)
 	  && rm $(VENV)/requirements.lock.new || mv $(VENV)/requirements.lock.new requirements.lock
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict engine service clients/python/railyard_client
+	$(BIN)/mypy --strict engine service clients/python/railyard_client bench
 
 unit: $(STAMP)
 	./scripts/install-redis

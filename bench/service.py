@@ -1111,7 +1111,7 @@ def app_breakdown(players: int, preset: str, rounds: int, games: int = 12) -> li
             response = pb.ApplyMoveResponse(game=proto_view, events=events)
             sizes["gRPC"] += len(response.SerializeToString())
         with timed("HTTP: convert.view_to_json + events to JSON"):
-            as_dict = {"game": convert.view_to_json(view, game_id, names, bots)}
+            as_dict: dict[str, object] = {"game": convert.view_to_json(view, game_id, names, bots)}
             if events:
                 as_dict["events"] = [jsonwire.to_dict(e) for e in events]
         with timed("HTTP: orjson.dumps of the response"):

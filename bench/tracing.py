@@ -45,6 +45,7 @@ from opentelemetry.sdk.trace.export import (  # noqa: E402
     SpanExporter,
     SpanExportResult,
 )
+from starlette.types import Message as ASGIMessage  # noqa: E402
 
 from service.api import game_service_pb2 as pb  # noqa: E402
 from service.api import game_service_pb2_grpc as pb_grpc  # noqa: E402
@@ -105,14 +106,14 @@ class HttpTurns:
         chunks: list[bytes] = []
         status = 0
 
-        async def receive() -> dict[str, Any]:
+        async def receive() -> ASGIMessage:
             nonlocal sent
             if sent:
                 await asyncio.sleep(3600)
             sent = True
             return {"type": "http.request", "body": raw, "more_body": False}
 
-        async def send(message: dict[str, Any]) -> None:
+        async def send(message: ASGIMessage) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
@@ -173,7 +174,7 @@ class GrpcTurns:
         return answer.game.status == pb.GAME_STATUS_FINISHED, answer.game.current_seat
 
     async def close(self) -> None:
-        await self.channel.close()
+        await self.channel.close(None)
         await self.server.stop(None)
 
 

@@ -191,7 +191,7 @@ async def bench(args: argparse.Namespace, redis: RedisServer, server_pid: int, p
     await asyncio.gather(*tasks, return_exceptions=True)
     await http.aclose()
     for channel in channels:
-        await channel.close()
+        await channel.close(None)
     ms = 1000
     report = {
         "transport": args.transport,
