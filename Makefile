@@ -49,6 +49,7 @@ unit: $(STAMP)
 	./scripts/install-redis
 	./scripts/install-node
 	./scripts/install-chromium
+	./scripts/install-wrk
 	$(BIN)/pytest -n 2 --doctest-modules engine tests clients/python/railyard_client
 
 ## bench: the engine benchmark (ratios against a baseline measured in the same run)
@@ -58,6 +59,7 @@ bench: $(STAMP)
 ## bench-service: N clients playing complete games against one process with Redis
 bench-service: $(STAMP)
 	./scripts/install-redis
+	./scripts/install-wrk
 	$(BIN)/python bench/service.py
 
 clean:

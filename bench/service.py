@@ -1448,6 +1448,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.clients < 1 or args.seconds <= 0 or args.repeat < 1:
         parser.error("--clients, --seconds and --repeat must be positive")
+    if args.transport != "grpc":
+        if shutil.which(WRK) is None:
+            parser.error(
+                f"--transport {args.transport} measures HTTP with wrk, which is not installed: "
+                "run ./scripts/install-wrk (make bench-service does), or --transport grpc"
+            )
+        if args.seconds != int(args.seconds):
+            parser.error("--seconds must be whole with HTTP: wrk's duration counts whole seconds")
 
     def interrupted(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
