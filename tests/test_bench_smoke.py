@@ -5,9 +5,22 @@ not checked: a smoke run on a shared machine measures nothing."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import re
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import grpc
+import httpx
+
+from service.api import game_service_pb2 as pb
+from service.api import game_service_pb2_grpc as pb_grpc
+from service.store import GameRecord
+from service.store.redis import RedisStore
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -31,22 +44,52 @@ def run_bench(*args: str, timeout: float = 240, verdicts: bool = False) -> str:
 
 
 def test_engine_benchmark_runs() -> None:
-    out = run_bench("bench/engine.py", "--rounds", "1")
+    out = run_bench("bench/engine.py", "--rounds", "1", "--seconds", "0.3", "--json")
     assert "rounds/s" in out
+    summary = json.loads(out.splitlines()[-1])
+    for variant in summary["playouts"].values():
+        for mode in ("push", "apply"):
+            assert variant[mode]["moves_per_s"] > 0, out
+    assert all(v["call_us"] > 0 for v in summary["legal_moves"].values()), out
+    assert all(v["hands_per_s"] > 0 for v in summary["classic"].values()), out
+    assert summary["target"]["measured"] > 0
 
 
-def test_service_benchmark_runs_against_its_floor() -> None:
-    """gRPC only: the HTTP side needs wrk, which make bench-service brings."""
-    out = run_bench(
+def test_engine_benchmark_profiles() -> None:
+    out = run_bench("bench/engine.py", "--profile", "--rounds", "1", "--json")
+    profile = json.loads(out.splitlines()[-1])["profile"]
+    assert profile["moves"] > 0, out
+    assert profile["top"], out
+    assert sum(profile["by_file"].values()) > 0, out
+
+
+def measured(out: str, transport: str) -> dict[str, int]:
+    """The moves each side (service, floor) of ``transport`` answered in its
+    measurement, from the benchmark's details; each side must report no error."""
+    moves = {
+        side: int(count)
+        for side, count in re.findall(
+            rf"^  {transport} (service|floor): (\d+) moves in ", out, re.M
+        )
+    }
+    assert set(moves) == {"service", "floor"}, out
+    errors = re.findall(r"games played to the end: \d+.*; errors (\d+)$", out, re.M)
+    assert errors == ["0", "0"], out
+    return moves
+
+
+def service_bench(transport: str, seconds: str, *extra: str) -> str:
+    return run_bench(
         "bench/service.py",
+        *extra,
         "--seconds",
-        "0.5",
+        seconds,
         "--repeat",
         "1",
         "--clients",
         "2",
         "--transport",
-        "grpc",
+        transport,
         "--wait-quiet",
         "0",
         "--client-procs",
@@ -54,9 +97,111 @@ def test_service_benchmark_runs_against_its_floor() -> None:
         "--no-pin",
         verdicts=True,
     )
-    assert "grpc floor:" in out
+
+
+def test_service_benchmark_runs_against_its_floor() -> None:
+    """gRPC, and the profile of the service (cProfile: py-spy is not in the
+    venv) with the application's step-by-step cost that --profile adds."""
+    out = service_bench("grpc", "0.5", "--profile", "--profiler", "cprofile")
+    moves = measured(out, "grpc")
+    assert moves["service"] > 0, out
+    assert moves["floor"] > 0, out
     assert "verdict" in out
-    assert "errors 0" in out
+    profiled = re.search(
+        r"^profile of the service, grpc: ([\d,]+) moves/s under the profiler", out, re.M
+    )
+    assert profiled is not None, out
+    assert int(profiled[1].replace(",", "")) > 0, out
+    assert "top 20 by self time:" in out
+    steps = re.search(r"total: gRPC (\d+) us, HTTP (\d+) us per move", out)
+    assert steps is not None, out
+    assert int(steps[1]) > 0, out
+    assert int(steps[2]) > 0, out
+
+
+def test_service_benchmark_http_runs_against_its_floor() -> None:
+    """The HTTP side, through wrk (``make unit`` installs it: without it this
+    fails rather than skips). wrk counts whole seconds."""
+    out = service_bench("http", "1")
+    moves = measured(out, "http")
+    assert moves["service"] > 0, out
+    assert moves["floor"] > 0, out
+    assert "verdict" in out
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def seed_floor_game(redis_url: str, game_id: str) -> None:
+    """A stored game under the floor's prefix (the floor reads and writes only
+    the blobs, never the rules, so any bytes do)."""
+    store = RedisStore(redis_url, prefix="floor")
+    try:
+        await store.create(GameRecord(game_id, 0, b"state", b"{}"), [], None, None)
+    finally:
+        await store.close()
+
+
+def test_service_floor_answers_apply_move_on_both_transports(redis_url: str) -> None:
+    """The floor's ApplyMove answers 200 over HTTP (it once answered 500, and
+    the benchmark reported 0 req/s) and OK over gRPC, each move a commit."""
+    game_id = "floorsmoke0123456789"
+    asyncio.run(seed_floor_game(redis_url, game_id))
+    grpc_port, http_port = free_port(), free_port()
+    floor = subprocess.Popen(
+        [
+            sys.executable,
+            "bench/service_floor.py",
+            *("--grpc-port", str(grpc_port), "--http-port", str(http_port)),
+            *("--redis-url", redis_url),
+        ],
+        cwd=ROOT,
+    )
+    try:
+        base = f"http://127.0.0.1:{http_port}"
+        deadline = time.monotonic() + 20
+        while True:
+            assert floor.poll() is None, f"the floor exited with {floor.returncode}"
+            try:
+                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "the floor's HTTP never came up"
+            time.sleep(0.1)
+        with httpx.Client(base_url=base, timeout=5) as http:
+            versions = []
+            for _ in range(5):
+                answer = http.post(
+                    f"/v1/games/{game_id}/moves",
+                    json={"move": {"draw": {}}},
+                    headers={"authorization": "Bearer floor"},
+                )
+                assert answer.status_code == 200, answer.text
+                versions.append(int(answer.json()["game"]["version"]))
+            assert versions == [1, 2, 3, 4, 5]
+            # An unknown game is refused (the floor lost its race), not a 500.
+            assert http.post("/v1/games/nosuchgame/moves", json={}).status_code == 409
+
+        async def grpc_moves() -> list[int]:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+                stub = pb_grpc.GameServiceStub(channel)
+                request = pb.ApplyMoveRequest(game_id=game_id)
+                auth = (("authorization", "Bearer floor"),)
+                return [
+                    (await stub.ApplyMove(request, metadata=auth, timeout=5)).game.version
+                    for _ in range(3)
+                ]
+
+        assert asyncio.run(grpc_moves()) == [6, 7, 8]
+    finally:
+        floor.terminate()
+        floor.wait(20)
+    assert floor.returncode == 0
 
 
 def test_watchers_benchmark_runs() -> None:
@@ -74,10 +219,57 @@ def test_watchers_benchmark_runs() -> None:
     assert '"watchers_complete_in_order": 10' in out
 
 
+def test_watchers_benchmark_runs_over_grpc() -> None:
+    """Its default transport: the gRPC watch streams."""
+    out = run_bench(
+        "bench/watchers.py",
+        "--watchers",
+        "10",
+        "--games",
+        "2",
+        "--moves",
+        "2",
+        "--transport",
+        "grpc",
+    )
+    report = json.loads(out[out.index("{") :])
+    assert report["transport"] == "grpc"
+    assert report["opened"] == 10
+    assert report["watchers_complete_in_order"] == 10
+    assert report["events_timed"] > 0
+
+
+def tracing_costs(out: str) -> dict[str, float]:
+    """Each mode's CPU per turn (us), from the benchmark's lines."""
+    costs = {
+        mode: float(us) for mode, us in re.findall(r"tracing (on|off)\s*:\s*(\d+) us CPU", out)
+    }
+    assert set(costs) == {"on", "off"}, out
+    return costs
+
+
 def test_tracing_benchmark_runs() -> None:
     out = run_bench("bench/tracing.py", "--turns", "5", "--repeat", "2")
-    assert "tracing off" in out
-    assert "tracing on" in out
+    assert all(cost > 0 for cost in tracing_costs(out).values()), out
+    assert "http, memory store" in out
+    assert "on/off:" in out
+
+
+def test_tracing_benchmark_runs_over_grpc_and_redis(redis_url: str) -> None:
+    """Its other transport and its other store, both at once."""
+    out = run_bench(
+        "bench/tracing.py",
+        "--turns",
+        "5",
+        "--repeat",
+        "2",
+        "--transport",
+        "grpc",
+        "--redis-url",
+        redis_url,
+    )
+    assert all(cost > 0 for cost in tracing_costs(out).values()), out
+    assert "grpc, redis store" in out
     assert "on/off:" in out
 
 
