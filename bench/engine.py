@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Generic, TypeVar
 
 # Run as a script, this file's own directory (bench/) comes first on sys.path,
 # and this module, ``engine.py``, would shadow the ``engine`` package: put the
@@ -286,9 +286,11 @@ class Timing:
 Timer = Callable[[], float]
 
 
-def clock(
-    fn: Callable[[Sequence[Any]], int], work: Sequence[Any], timer: Timer
-) -> tuple[float, int]:
+#: What one workload takes: seeds, or legal-move calls.
+W = TypeVar("W")
+
+
+def clock(fn: Callable[[Sequence[W]], int], work: Sequence[W], timer: Timer) -> tuple[float, int]:
     gc.collect()
     start = timer()
     count = fn(work)
@@ -296,8 +298,8 @@ def clock(
 
 
 def calibrate(
-    fn: Callable[[Sequence[Any]], int],
-    make: Callable[[int], Sequence[Any]],
+    fn: Callable[[Sequence[W]], int],
+    make: Callable[[int], Sequence[W]],
     budget: float,
     timer: Timer,
 ) -> int:
@@ -311,9 +313,9 @@ def calibrate(
 
 
 @dataclass
-class Job:
-    fn: Callable[[Sequence[Any]], int]
-    work: Sequence[Any]
+class Job(Generic[W]):
+    fn: Callable[[Sequence[W]], int]
+    work: Sequence[W]
     units: int
     runs: list[float]
     count: int = 0
@@ -327,13 +329,15 @@ class Suite:
     def __init__(self, budget: float, timer: Timer) -> None:
         self.budget = budget
         self.timer = timer
-        self.jobs: dict[str, Job] = {}
+        # Jobs over seeds and jobs over calls side by side: each job's own
+        # clock call pairs its fn with its work, whatever their element type.
+        self.jobs: dict[str, Job[Any]] = {}
 
     def add(
         self,
         name: str,
-        fn: Callable[[Sequence[Any]], int],
-        make: Callable[[int], Sequence[Any]],
+        fn: Callable[[Sequence[W]], int],
+        make: Callable[[int], Sequence[W]],
         units: int | None = None,
     ) -> int:
         """Plan ``name``: ``units`` of work per repeat, else about ``budget`` seconds' worth."""

@@ -97,7 +97,9 @@ from collections import Counter, defaultdict  # noqa: E402
 from collections.abc import Callable, Iterator, Sequence  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from multiprocessing.queues import Queue  # noqa: E402
+from multiprocessing.sharedctypes import Synchronized  # noqa: E402
 from multiprocessing.synchronize import Event as MpEvent  # noqa: E402
+from types import FrameType  # noqa: E402
 from typing import Any  # noqa: E402
 
 import grpc  # noqa: E402
@@ -197,8 +199,10 @@ class Processes:
     def __init__(self) -> None:
         self._procs: list[subprocess.Popen[bytes]] = []
 
-    def start(self, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
-        proc = subprocess.Popen(list(argv), cwd=ROOT, **kwargs)
+    def start(
+        self, argv: Sequence[str], stdout: int | None = None, stderr: int | None = None
+    ) -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(list(argv), cwd=ROOT, stdout=stdout, stderr=stderr)
         self._procs.append(proc)
         return proc
 
@@ -736,8 +740,8 @@ async def _grpc_worker_main(
     wrap: bool,
     seconds: float,
     go: MpEvent,
-    ready: Queue[Any],
-    start_at: Any,
+    ready: Queue[str],
+    start_at: Synchronized[float],
 ) -> dict[str, Any]:
     # One channel per client: a connection of its own (no shared subchannel).
     options = [("grpc.use_local_subchannel_pool", 1)]
@@ -792,9 +796,9 @@ def _grpc_worker(
     seconds: float,
     cpus: set[int] | None,
     go: MpEvent,
-    ready: Queue[Any],
-    start_at: Any,
-    results: Queue[Any],
+    ready: Queue[str],
+    start_at: Synchronized[float],
+    results: Queue[dict[str, Any]],
 ) -> None:
     if cpus:
         os.sched_setaffinity(0, cpus)
@@ -1457,7 +1461,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.seconds != int(args.seconds):
             parser.error("--seconds must be whole with HTTP: wrk's duration counts whole seconds")
 
-    def interrupted(signum: int, frame: Any) -> None:
+    def interrupted(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, interrupted)

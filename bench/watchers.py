@@ -41,7 +41,6 @@ import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-from typing import Any  # noqa: E402
 
 import grpc  # noqa: E402
 import httpx  # noqa: E402
@@ -103,7 +102,9 @@ async def watch_http(
                     seen.append((version, time.monotonic()))
 
 
-async def bench(args: argparse.Namespace, redis: RedisServer, server_pid: int, ports: Any) -> None:
+async def bench(
+    args: argparse.Namespace, redis: RedisServer, server_pid: int, ports: tuple[int, int]
+) -> None:
     grpc_port, http_port = ports
     # Watchers come from many clients: one HTTP/2 connection per 100 streams
     # (one connection holding thousands cancels streams past its own limits).
