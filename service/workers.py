@@ -74,9 +74,9 @@ def worker_count(settings: Settings) -> int:
     if not settings.redis_url:
         if settings.workers is not None and settings.workers > 1:
             raise WorkersRefusedError(
-                f"--workers {settings.workers} needs a shared store: with the in-process "
-                "memory store each process would hold its own games; set REDIS_URL "
-                "(--redis-url) or use --workers 1"
+                f"{settings.workers} workers (--workers, RAILYARD_WORKERS) need a shared "
+                "store: with the in-process memory store each process would hold its own "
+                "games; set REDIS_URL (--redis-url) or use --workers 1"
             )
         return 1
     return settings.workers if settings.workers is not None else cpu_count()
@@ -130,9 +130,10 @@ def _worker(settings: Settings, supervisor: int, ready: Connection) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() != supervisor:  # it died before the line above
         return
-    # Each worker is its own instance in OpenTelemetry's terms: its metrics
-    # (target_info on /metrics, any OTLP push) say which process they count,
-    # and pushed counters of N workers do not overwrite one another.
+    # Each worker is its own instance in OpenTelemetry's terms (the SDK's
+    # default id is a random UUID): named by host and pid, its metrics
+    # (target_info on /metrics, any OTLP push) say which worker's log lines
+    # and process they go with.
     instance = f"{socket.gethostname()}-{os.getpid()}"
     attributes = os.environ.get("OTEL_RESOURCE_ATTRIBUTES", "")
     os.environ["OTEL_RESOURCE_ATTRIBUTES"] = ",".join(
