@@ -235,7 +235,7 @@ class Supervisor:
                     slot.ready = None
                     del waiting[slot.number]
             time.sleep(0.02)
-        return not self.stopping
+        return True  # (or a signal came first: _watch then returns at once)
 
     def _stop_all(self) -> None:
         """SIGTERM to every worker; wait for them (killed past STOP_TIMEOUT)."""
@@ -298,15 +298,16 @@ class Supervisor:
             self._stop_all()
             return 1
         host = self.settings.host
-        log.info(
-            "serving gRPC on %s:%d and HTTP on %s:%d with %d workers (pids %s)",
-            host,
-            self.settings.grpc_port,
-            host,
-            self.settings.http_port,
-            self.count,
-            ", ".join(str(p.pid) for p in self._processes()),
-        )
+        if not self.stopping:
+            log.info(
+                "serving gRPC on %s:%d and HTTP on %s:%d with %d workers (pids %s)",
+                host,
+                self.settings.grpc_port,
+                host,
+                self.settings.http_port,
+                self.count,
+                ", ".join(str(p.pid) for p in self._processes()),
+            )
         self._watch()
         self._stop_all()
         codes = [p.exitcode for p in self._processes()]

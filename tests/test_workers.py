@@ -233,3 +233,23 @@ def test_one_worker_runs_without_a_supervisor(tmp_path: Path, redis_url: str) ->
         for pid in descendants(server.proc.pid):
             assert "spawn_main" not in Path(f"/proc/{pid}/cmdline").read_text()
         stop_gracefully(server)
+
+
+def test_a_worker_that_cannot_start_stops_the_start(redis_url: str) -> None:
+    """A configuration error found in the workers (here an exporter that is
+    not installed) is not restarted in a loop: exit 1, with its line."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAILYARD_", "OTEL_"))}
+    env |= {"REDIS_URL": redis_url, "RAILYARD_WORKERS": "2", "OTEL_TRACES_EXPORTER": "nosuch"}
+    argv = [str(RAILYARD), "serve", "--grpc-port", str(free_port())]
+    done = subprocess.run(
+        [*argv, "--http-port", str(free_port())],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "worker cannot start: OpenTelemetry" in done.stderr, done.stderr
+    assert "nosuch" in done.stderr
+    assert "exited at its start" in done.stderr
+    assert "restarted" not in done.stderr
