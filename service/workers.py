@@ -29,7 +29,7 @@ import os
 import signal
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from types import FrameType
@@ -146,9 +146,10 @@ def _worker(settings: Settings, supervisor: int, ready: Connection) -> None:
         task = asyncio.create_task(serve(settings, started))
         ready_wait = asyncio.create_task(started.wait())
         await asyncio.wait((task, ready_wait), return_when=asyncio.FIRST_COMPLETED)
+        ready_wait.cancel()
         if started.is_set():
             ready.send(os.getpid())
-        ready.close()
+        ready.close()  # unsent: the supervisor reads EOF, a failed start
         await task
 
     try:
@@ -168,7 +169,6 @@ class _Slot:
     started: float = 0.0
     failures: int = 0
     restart_at: float | None = None
-    pids: list[int] = field(default_factory=list)
 
 
 class Supervisor:
@@ -196,8 +196,6 @@ class Supervisor:
             time.monotonic(),
             None,
         )
-        assert process.pid is not None
-        slot.pids.append(process.pid)
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         if not self.stopping:
