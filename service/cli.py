@@ -64,6 +64,7 @@ def _serve(args: argparse.Namespace) -> int:
             ("bot_cpu_limit", args.bot_cpu_limit),
             ("bots_only", args.bots_only),
             ("max_watchers", args.max_watchers),
+            ("workers", args.workers),
             ("log_level", args.log_level),
             ("log_format", args.log_format),
             ("cors_origins", args.cors_origins),
@@ -86,10 +87,18 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     from service.server import StartupError, serve
     from service.telemetry import configure_logging
+    from service.workers import WorkersRefusedError, supervise, worker_count
 
+    try:
+        workers = worker_count(settings)
+    except WorkersRefusedError as exc:
+        print(f"railyard serve: {exc}", file=sys.stderr)
+        return 2
     configure_logging(settings.log_level, settings.log_format)
 
     try:
+        if workers > 1:
+            return supervise(settings, workers)
         asyncio.run(serve(settings))
     except (OSError, StartupError) as exc:
         logging.getLogger("railyard").error("cannot start: %s", exc)
@@ -612,6 +621,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="open WatchGame streams per process; more are refused with 429 / "
         "RESOURCE_EXHAUSTED (RAILYARD_MAX_WATCHERS, 2000)",
+    )
+    serve.add_argument(
+        "--workers",
+        type=_positive(int),
+        default=None,
+        help="processes serving the same ports, each a whole replica over the store "
+        "(RAILYARD_WORKERS; default one per CPU with Redis, 1 with the in-process store, "
+        "which refuses more)",
     )
     serve.add_argument("--log-level", default=None, help="RAILYARD_LOG_LEVEL, info")
     serve.add_argument(

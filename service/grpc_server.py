@@ -340,7 +340,10 @@ def grpc_options(settings: Settings) -> list[tuple[str, int]]:
     which tests/test_limits_server.py sees take effect on a real server."""
     metadata = settings.max_header_bytes
     return [
-        ("grpc.so_reuseport", 0),
+        # Off (gRPC's default is on) so that a second server on a taken port
+        # fails instead of silently sharing it; on for the workers of one
+        # `serve --workers N`, which share it on purpose (service.workers).
+        ("grpc.so_reuseport", int((settings.workers or 1) > 1)),
         ("grpc.keepalive_time_ms", 30_000),
         ("grpc.max_receive_message_length", settings.max_body_bytes),
         # Closed as soon as accepted beyond it (counted from accept to close,

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+import os
 import resource
 import signal
 import socket
@@ -40,6 +41,12 @@ class StartupError(Exception):
     """A configuration this host cannot serve: the process does not start."""
 
 
+def shares_ports(settings: Settings) -> bool:
+    """Whether this process is one of several workers on the same ports
+    (service.workers): then both are bound with SO_REUSEPORT."""
+    return (settings.workers or 1) > 1
+
+
 def _listen_http(settings: Settings) -> socket.socket:
     """The HTTP port's socket, bound (uvicorn listens on it), or a
     StartupError naming the setting to change."""
@@ -50,6 +57,8 @@ def _listen_http(settings: Settings) -> socket.socket:
     # delayed ACK.
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if shares_ports(settings):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     try:
         sock.bind((settings.host, settings.http_port))
     except OSError as exc:
@@ -200,11 +209,12 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
         await grpc_server.stop(None)
         await http_task  # re-raises the bind error
     log.info(
-        "serving gRPC on %s:%d and HTTP on %s:%d",
+        "serving gRPC on %s:%d and HTTP on %s:%d%s",
         settings.host,
         grpc_port,
         settings.host,
         settings.http_port,
+        f" (worker pid {os.getpid()})" if shares_ports(settings) else "",
     )
     log.info(
         "limits: %d HTTP + %d gRPC connections (%d descriptors allowed); heads %d bytes, "

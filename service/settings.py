@@ -74,6 +74,11 @@ class Settings(BaseSettings):
     #: Bot moves per background commit (each commit is one WatchGame version
     #: and one store round trip).
     background_moves: int = Field(1, ge=1)
+    #: Processes serving the same ports (SO_REUSEPORT), each a whole replica
+    #: over the store (service.workers). Unset: one per CPU with Redis, one
+    #: with the in-process store (which refuses more: its games are one
+    #: process's).
+    workers: int | None = Field(None, ge=1)
     log_level: str = "info"
     #: "text" for people, "json" (one object per line) for log pipelines.
     log_format: Literal["text", "json"] = "text"

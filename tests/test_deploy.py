@@ -140,6 +140,7 @@ def test_compose_runs_two_replicas_on_distinct_ports_sharing_redis() -> None:
     for replica in replicas.values():
         assert replica["build"] == "."
         assert replica["environment"]["REDIS_URL"] == "redis://redis:6379/0"
+        assert replica["environment"]["RAILYARD_WORKERS"] == "1"  # the replicas are the services
         assert replica["depends_on"]["redis"]["condition"] == "service_healthy"
         assert replica["read_only"] is True
         assert "/tmp" in replica["tmpfs"]
@@ -149,3 +150,11 @@ def test_compose_runs_two_replicas_on_distinct_ports_sharing_redis() -> None:
         published += [host for _, host, _ in ports]
     assert len(published) == len(set(published)) == 4
     assert "healthcheck" in services["redis"]
+
+
+def test_a_pod_runs_one_worker() -> None:
+    """Sized for one replica (CPU request, memory limit), a pod sets one
+    worker: the default with Redis, one per CPU of the node, would not fit."""
+    (container,) = by_kind("Deployment")["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["RAILYARD_WORKERS"] == "1"

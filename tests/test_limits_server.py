@@ -486,7 +486,7 @@ def serve_with_soft_limit(tmp_path: Path, redis_url: str, soft: int) -> Iterator
                 "--http-port",
                 str(http_port),
             ],
-            env={**env, "REDIS_URL": redis_url},
+            env={**env, "REDIS_URL": redis_url, "RAILYARD_WORKERS": "1"},
             stdout=out,
             stderr=subprocess.STDOUT,
         )

@@ -558,6 +558,10 @@ def serve(
     environment = {
         **{k: v for k, v in os.environ.items() if not k.startswith("RAILYARD_")},
         "REDIS_URL": redis_url,
+        # One process, whatever the CPUs (the default with Redis is one
+        # worker per CPU): these tests are about a replica; tests/test_workers.py
+        # passes RAILYARD_WORKERS itself.
+        "RAILYARD_WORKERS": "1",
         **env,
     }
     with log_path.open("wb") as log_file:
