@@ -60,6 +60,9 @@ _GAME_ID_LEN: Final = 20
 # A move whose commit lost a race is retried from a fresh load this many times
 # when the client gave no expectedVersion (with one, it is ABORTED at once).
 _COMMIT_ATTEMPTS: Final = 8
+#: Milliseconds a new game's due entry, written before the game, waits before
+#: any replica may claim it (GameApp._create): longer than a create takes.
+CREATE_GRACE_MS: Final = 5000
 #: CreateGame's turnTimeoutSeconds: at most a day (0: no timer).
 MAX_TURN_TIMEOUT: Final = 86400
 #: What the service plays for a person whose time ran out (README "Bots").
@@ -698,8 +701,12 @@ class GameApp:
             if due is not None:
                 # Before the game exists: a crash between the two leaves an
                 # entry of no game (dropped when claimed), never a game that
-                # nobody plays.
-                await self.store.schedule(game_id, due)
+                # nobody plays. Not due before CREATE_GRACE_MS, though: a
+                # replica claiming it while the create is on its way would find
+                # no game and drop the entry of a game about to exist (a game of
+                # bots only was once never played so). Made due at its real
+                # time once the game is stored, below.
+                await self.store.schedule(game_id, max(due, _now_ms() + CREATE_GRACE_MS))
             remembered = await self.store.create(record, events, key, payload)
         except OutcomeUnknownError as exc:
             place.counted = True  # it may have been created: its retry finds out
@@ -724,6 +731,12 @@ class GameApp:
             )
             return replayed
         place.counted = True
+        if due is not None and due < _now_ms() + CREATE_GRACE_MS:
+            try:
+                await self.store.schedule(game_id, due)
+            except StoreUnavailableError as exc:
+                # Created: the grace entry plays it a few seconds late.
+                log.warning("game %s: its due work waits for the grace entry: %s", game_id, exc)
         log.info(
             "game %s created: %d players, %s%s",
             game_id,

@@ -160,6 +160,43 @@ def test_a_game_of_bots_only_is_created_at_once_and_played_live_in_memory() -> N
     run(go())
 
 
+class ClaimingWhileCreating(MemoryStore):
+    """The memory store, with another replica's claim at the worst moment:
+    the game's due entry is written, the game itself not yet."""
+
+    claimed: list[str]
+
+    async def create(
+        self,
+        record: GameRecord,
+        events: Sequence[StoredEvent],
+        request_key: str | None,
+        response: bytes | None,
+    ) -> bytes | None:
+        self.claimed = await self.claim_due("another replica", 10, 10)
+        return await super().create(record, events, request_key, response)
+
+
+def test_a_claim_while_the_game_is_being_created_does_not_lose_it() -> None:
+    """The entry written before the game cannot be claimed (nor dropped as
+    no game's) until the create is done; then it is due at once. (Once, in a
+    CI run, a claim in that moment dropped a new game's only entry, and the
+    game of bots was never played.)"""
+
+    async def go() -> None:
+        store = ClaimingWhileCreating()
+        app = GameApp(store, fast())
+        request = pb.CreateGameRequest(
+            ruleset=RULES, players=[pb.Player(bot=b) for b in BOTS], seed="race"
+        )
+        created = await app.create_game(request, Caller())
+        assert store.claimed == [], "claimed before the game existed"
+        assert await store.claim_due("x", 10, 10) == [created.game.game_id]
+        app.close()
+
+    run(go())
+
+
 def test_request_mode_plays_a_game_of_bots_only_inside_create_game() -> None:
     """``bots_only = "request"`` keeps API.md's Bots section: CreateGame
     answers with the game over, and leaves no due work."""

@@ -207,7 +207,12 @@ def test_a_killed_worker_is_restarted_and_sigterm_stops_every_process(
         assert {new, second} <= processes
         stop_gracefully(server, within=30)
         assert "stopped: 2 workers" in server.log()
-        left = [pid for pid in processes if alive(pid)]
+        # The killed worker's own helpers (its bot pool, the forkserver) were
+        # orphaned by the SIGKILL: they go when they see their parent's pipes
+        # close, which under CI's load once took longer than the stop.
+        give_up = time.monotonic() + 20
+        while (left := [pid for pid in processes if alive(pid)]) and time.monotonic() < give_up:
+            time.sleep(0.2)
         assert not left, f"processes left after SIGTERM: {left}\n{server.log()}"
 
 
