@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run play test lint typecheck unit proto lock bench bench-service clean
+.PHONY: run play test lint typecheck unit proto lock bench bench-service bench-peers clean
 
 # The virtualenv, exactly requirements.lock; rebuilt whenever it or pyproject.toml changes.
 $(STAMP): pyproject.toml requirements.lock clients/python/pyproject.toml
@@ -61,6 +61,12 @@ bench-service: $(STAMP)
 	./scripts/install-redis
 	./scripts/install-wrk
 	$(BIN)/python bench/service.py
+
+## bench-peers: our engine against the TypeScript Mexican Train engine (PEER_ENGINE_DIR: its checkout; not on npm)
+bench-peers: $(STAMP)
+	./scripts/install-node
+	cd bench/peers/ts-engine && npm ci --no-audit --no-fund
+	$(BIN)/python bench/peers/engine.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

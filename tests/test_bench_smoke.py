@@ -279,3 +279,14 @@ def test_background_benchmark_runs() -> None:
     out = run_bench("bench/background.py", "--games", "2", "--rounds", "1", "--parallel", "2")
     assert "2 games x 1 rounds" in out
     assert "rounds won: expert" in out
+
+
+def test_peers_benchmark_runs_our_side() -> None:
+    # Our side only: the peer engine is not on npm, and CI has no checkout of it.
+    out = run_bench("bench/peers/engine.py", "--ours-only", "--pairs", "1", "--games", "3")
+    rates = re.findall(r"ours push ([\d,]+) moves/CPU-s \((\d+) moves\), apply ([\d,]+)", out)
+    assert len(rates) == 1, out
+    push, moves, applied = rates[0]
+    assert int(push.replace(",", "")) > 0, out
+    assert int(moves) > 0, out
+    assert int(applied.replace(",", "")) > 0, out

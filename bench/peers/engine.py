@@ -1,0 +1,192 @@
+"""Our engine against the TypeScript Mexican Train engine, side by side.
+
+    .venv/bin/python bench/peers/engine.py --peer-dir DIR [--pairs 5] [--games 300]
+    .venv/bin/python bench/peers/engine.py --ours-only [--pairs 1] [--games 5]
+
+The peer is JamesAtIntegratnIO/mexican-train (TypeScript on Node): the
+fastest open Mexican Train engine we know of. It is not published on npm
+(its package.json is private) and no other JS/TS Mexican Train or domino
+rules engine installs from the registry (``double-eighteen``, named by the
+npm package ``double-eighteen-react``, and ``domino-game-engine`` answer
+404), so ``DIR`` is a checkout of its repository (``PEER_ENGINE_DIR``);
+``bench/peers/ts-engine/playouts.mjs`` plays it.
+
+Same game shape on both sides: one round of double-12 with the 12-12 engine,
+4 players (``--players``), 15 tiles a hand (both engines' table for 2-4
+players), every move chosen uniformly among the legal ones. A pair is one
+measurement of ours then one of theirs, each in process CPU time over
+``--games`` rounds after a warm-up; the pairs are interleaved, so both sides
+see the same machine load, and the verdict is the median ratio.
+
+What counts as a move, and what differs (said in the output too):
+- ours counts every move the engine applies (``game.version``): plays,
+  draws, passes; theirs counts every action call: plays, draws, passes, and
+  also laying the engine and the hunt for it (their round starts with the
+  12-12 in someone's hand or the boneyard; ours sets it aside, MT-SETUP-2).
+- ours uses ``push`` (no events, as bots and search play) and, printed
+  apart, ``apply`` (events built, as the service plays); theirs writes a
+  log line on every action, which is its only form of events.
+- ours deals with API.md's SHA-256 shuffle (MT-FAIR-1); theirs with a
+  seeded Math.random (mulberry32), a cheaper generator.
+- theirs plays its own rules: a double freezes its train until one tile
+  covers it (its ``foot`` of 1), no rule of ours binds it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+# Run as a script, this file's own directory comes first on sys.path, and
+# this module, ``engine.py``, would shadow the ``engine`` package: put the
+# repository root there instead (as bench/engine.py does).
+_HERE: Final = Path(__file__).resolve().parent
+ROOT: Final = _HERE.parent.parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.insert(0, str(ROOT))
+
+from bench.engine import Variant, playout_work, seeds_for  # noqa: E402
+from engine.games.mexican_train.rules import preset  # noqa: E402
+
+HARNESS: Final = _HERE / "ts-engine" / "playouts.mjs"
+#: The issue's targets for moves per CPU-second, ours over theirs (issue 15).
+TARGET_PURE_PYTHON: Final = 1.7
+
+
+@dataclass(frozen=True)
+class Side:
+    moves: int
+    cpu_s: float
+
+    @property
+    def rate(self) -> float:
+        return self.moves / self.cpu_s if self.cpu_s > 0 else 0.0
+
+
+def variant_for(players: int) -> Variant:
+    """One round of the standard double-12 game (15 tiles a hand for 2-4)."""
+    ruleset = preset("standard").with_options(rounds=1)
+    return Variant(f"{players}p_standard", f"{players}p double-12 standard", ruleset, players)
+
+
+def measure_ours(variant: Variant, games: int, pair: int, use_apply: bool) -> Side:
+    """``games`` rounds on fresh seeds (new ones every pair, as theirs)."""
+    run = playout_work(variant, use_apply)
+    run(seeds_for(5))  # warm-up
+    seeds = [f"peers-{pair}-{i}" for i in range(games)]
+    start = time.process_time()
+    moves = run(seeds)
+    return Side(moves, time.process_time() - start)
+
+
+def measure_theirs(node: str, peer_dir: Path, players: int, games: int, pair: int) -> Side:
+    done = subprocess.run(
+        [
+            node,
+            str(HARNESS),
+            "--engine-dir",
+            str(peer_dir),
+            "--games",
+            str(games),
+            "--players",
+            str(players),
+            "--seed",
+            str(pair + 1),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"peers: the Node harness failed (exit {done.returncode}): {done.stderr}")
+    result = json.loads(done.stdout.splitlines()[-1])
+    return Side(int(result["moves"]), float(result["cpu_s"]))
+
+
+def ratio_line(name: str, ratios: list[float]) -> str:
+    median = statistics.median(ratios)
+    return f"{name}: median {median:.2f}x (range {min(ratios):.2f}-{max(ratios):.2f}x)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument("--games", type=int, default=300, help="rounds per side per pair")
+    parser.add_argument("--players", type=int, default=4, choices=(2, 3, 4))
+    parser.add_argument(
+        "--peer-dir",
+        type=Path,
+        default=Path(os.environ["PEER_ENGINE_DIR"]) if os.environ.get("PEER_ENGINE_DIR") else None,
+        help="a checkout of JamesAtIntegratnIO/mexican-train (default: $PEER_ENGINE_DIR)",
+    )
+    parser.add_argument("--ours-only", action="store_true", help="measure our side only")
+    args = parser.parse_args(argv)
+    if args.pairs < 1 or args.games < 1:
+        parser.error("--pairs and --games must be at least 1")
+
+    node = shutil.which("node")
+    theirs_too = not args.ours_only
+    if theirs_too:
+        if args.peer_dir is None or not (args.peer_dir / "server" / "game.ts").is_file():
+            parser.error(
+                "--peer-dir (or PEER_ENGINE_DIR) must name a checkout of "
+                "JamesAtIntegratnIO/mexican-train holding server/game.ts; it is not on npm"
+                f" (got {args.peer_dir}); --ours-only measures our side alone"
+            )
+        if node is None:
+            parser.error("node is not on PATH (./scripts/install-node)")
+        if not (_HERE / "ts-engine" / "node_modules" / "esbuild").is_dir():
+            parser.error("bench/peers/ts-engine/node_modules is missing: run `make bench-peers`")
+
+    variant = variant_for(args.players)
+    print(
+        f"{variant.title}, one round a game, {args.games} games a side, "
+        f"{args.pairs} interleaved pairs, process CPU time"
+    )
+    push_ratios: list[float] = []
+    apply_ratios: list[float] = []
+    for pair in range(args.pairs):
+        push = measure_ours(variant, args.games, pair, use_apply=False)
+        applied = measure_ours(variant, args.games, pair, use_apply=True)
+        line = (
+            f"pair {pair + 1}: ours push {push.rate:,.0f} moves/CPU-s ({push.moves} moves), "
+            f"apply {applied.rate:,.0f}"
+        )
+        if theirs_too:
+            assert node is not None
+            assert args.peer_dir is not None
+            theirs = measure_theirs(node, args.peer_dir, args.players, args.games, pair)
+            push_ratios.append(push.rate / theirs.rate)
+            apply_ratios.append(applied.rate / theirs.rate)
+            line += (
+                f"; theirs {theirs.rate:,.0f} ({theirs.moves} moves)"
+                f"; ratio push {push_ratios[-1]:.2f}x, apply {apply_ratios[-1]:.2f}x"
+            )
+        print(line, flush=True)
+
+    if not theirs_too:
+        print("theirs: not measured (--ours-only)")
+        return 0
+    print(ratio_line("ours (push) / theirs", push_ratios))
+    print(ratio_line("ours (apply) / theirs", apply_ratios))
+    print(
+        "differs: theirs counts laying the engine and the hunt for it as moves; "
+        "ours shuffles with SHA-256, theirs with a seeded Math.random; "
+        "theirs logs a line per action (ours: apply builds events, push none)"
+    )
+    met = statistics.median(push_ratios) >= TARGET_PURE_PYTHON
+    print(f"target (pure Python, push): >= {TARGET_PURE_PYTHON}x: " + ("met" if met else "missed"))
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
