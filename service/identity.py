@@ -22,6 +22,7 @@ configured trusted proxies (``--trusted-proxies``, as uvicorn's
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Sequence
@@ -107,10 +108,15 @@ def _address(text: str) -> _Address | None:
         return None
 
 
+@functools.lru_cache(maxsize=4096)
 def grpc_peer_host(peer: str) -> str:
     """The host of a gRPC peer string (``ipv4:1.2.3.4:5678``,
     ``ipv6:[::1]:5678``, ``unix:/path``): the port is dropped, since every
     new connection of one client has a new one.
+
+    Cached: every call of one connection has the same peer string, and
+    parsing it (``ipaddress``) cost about 6 us of a gRPC call's server
+    CPU; a dict hit costs a tenth of a microsecond.
 
     >>> grpc_peer_host("ipv4:127.0.0.1:50312"), grpc_peer_host("ipv6:[::1]:7"), grpc_peer_host("")
     ('127.0.0.1', '::1', '')
