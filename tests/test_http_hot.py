@@ -119,3 +119,34 @@ def test_a_client_gone_before_its_body_gets_no_answer() -> None:
         app.close()
 
     asyncio.run(go())
+
+
+class FailingApp(GameApp):
+    """An app whose view fails as a bug would (not a ServiceError)."""
+
+    async def get_game_json(self, game_id: str, caller: Any) -> dict[str, Any]:
+        raise RuntimeError("a bug in the view")
+
+
+def test_a_turn_route_that_fails_answers_500_as_every_route_does(caplog: Any) -> None:
+    """A turn route's unexpected exception goes to the app's own handler: a
+    Status body (INTERNAL, no traceback), logged, counted as 500; a method the
+    turn path does not take goes to FastAPI (405)."""
+
+    async def go() -> None:
+        app = FailingApp(MemoryStore(), Settings(bot_processes=0))
+        api = create_http_app(app)
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=api), base_url="http://t"
+        ) as http:
+            failed = await http.get(f"{GAME}/{'0' * 20}")
+            assert failed.status_code == 500
+            assert failed.json()["details"][0]["reason"] == "INTERNAL"
+            assert "bug" not in failed.text
+            assert (await http.put(f"{GAME}/{'0' * 20}")).status_code == 405
+            found = samples((await http.get("/metrics")).text)
+        assert value(found, "railyard_http_requests_total", operation="GetGame", status="500") == 1
+        app.close()
+
+    asyncio.run(go())
+    assert any("a bug in the view" in str(r.exc_info) for r in caplog.records if r.exc_info)
