@@ -14,7 +14,6 @@ import hmac
 import json
 import logging
 import secrets
-import time
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
@@ -44,6 +43,7 @@ from service.store import (
     Store,
     StoredEvent,
     StoreUnavailableError,
+    now_ms,
 )
 from service.telemetry import Metrics
 from service.tenants import seat_token_of
@@ -502,7 +502,7 @@ class GameApp:
         on a bot's turn and once over."""
         if not seats.turn_timeout or game.over or seats.bots[game.current_seat]:
             return 0
-        return _now_ms() + seats.turn_timeout * 1000
+        return now_ms() + seats.turn_timeout * 1000
 
     def _due(self, game: engine.GameState, seats: Seats, deadline_ms: int) -> int | None:
         """When the service next has a move to play in ``game`` (ms since the
@@ -511,7 +511,7 @@ class GameApp:
         if game.over:
             return None
         if self._plays_in_background(seats):
-            return _now_ms()
+            return now_ms()
         return deadline_ms or None
 
     async def _commit(
@@ -706,7 +706,7 @@ class GameApp:
                 # no game and drop the entry of a game about to exist (a game of
                 # bots only was once never played so). Made due at its real
                 # time once the game is stored, below.
-                await self.store.schedule(game_id, max(due, _now_ms() + CREATE_GRACE_MS))
+                await self.store.schedule(game_id, max(due, now_ms() + CREATE_GRACE_MS))
             remembered = await self.store.create(record, events, key, payload)
         except OutcomeUnknownError as exc:
             place.counted = True  # it may have been created: its retry finds out
@@ -731,7 +731,7 @@ class GameApp:
             )
             return replayed
         place.counted = True
-        if due is not None and due < _now_ms() + CREATE_GRACE_MS:
+        if due is not None and due < now_ms() + CREATE_GRACE_MS:
             try:
                 await self.store.schedule(game_id, due)
             except StoreUnavailableError as exc:
@@ -885,7 +885,7 @@ class GameApp:
             if self._plays_in_background(seats):
                 game, bot_moves = await self._play_bots(game, seats.bots, events, background=True)
             elif record.deadline_ms and not seats.bots[game.current_seat]:
-                if _now_ms() < record.deadline_ms:
+                if now_ms() < record.deadline_ms:
                     return record.deadline_ms  # moved in time (a spurious entry, or early)
                 seat = game.current_seat
                 self._play_timed_out(game, seat, events)
@@ -903,7 +903,7 @@ class GameApp:
             if result is Commit.NOT_FOUND:
                 return None
             self.metrics.commit_conflicts.inc()  # a move or another claimant won: again
-        return _now_ms()
+        return now_ms()
 
     @staticmethod
     def _play_timed_out(game: engine.GameState, seat: int, out: list[StoredEvent]) -> None:
@@ -1062,11 +1062,6 @@ def _replayed(remembered: bytes) -> pb.CreateGameResponse:
     response = pb.CreateGameResponse.FromString(remembered)
     response.replayed = True
     return response
-
-
-def _now_ms() -> int:
-    # Wall-clock time: a deadline is shown to people, and compared by every replica.
-    return int(time.time() * 1000)
 
 
 def _rfc3339(ms: int) -> str:

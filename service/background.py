@@ -27,22 +27,17 @@ import logging
 import os
 import secrets
 import socket
-import time
 from typing import Final
 
 from service.app import GameApp
 from service.errors import ServiceError
-from service.store import StoreUnavailableError
+from service.store import StoreUnavailableError, now_ms
 
 log = logging.getLogger("railyard.background")
 
 #: Seconds before a game whose step failed (store down, a bot over its CPU
 #: limit) is tried again.
 RETRY_AFTER: Final = 2.0
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class BackgroundPlayer:
@@ -109,16 +104,16 @@ class BackgroundPlayer:
         store = self.app.store
         lost = asyncio.Event()
         renewer = asyncio.create_task(self._renew(game_id, lost))
-        due: int | None = _now_ms()
+        due: int | None = now_ms()
         try:
             while not self._stopping.is_set() and not lost.is_set():
                 try:
                     due = await self.app.advance(game_id)
                 except (StoreUnavailableError, ServiceError) as exc:
                     log.warning("background: game %s: %s; again in %g s", game_id, exc, RETRY_AFTER)
-                    due = _now_ms() + int(RETRY_AFTER * 1000)
+                    due = now_ms() + int(RETRY_AFTER * 1000)
                     break
-                if due is None or due > _now_ms():
+                if due is None or due > now_ms():
                     break
         finally:
             renewer.cancel()

@@ -14,10 +14,18 @@ memory between requests, so any replica serves any game.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
+
+
+def now_ms() -> int:
+    """Now, in the unit of due times and turn deadlines (ms since the epoch):
+    wall-clock time, since a deadline is shown to people and compared by
+    every replica."""
+    return int(time.time() * 1000)
 
 
 class StoreUnavailableError(Exception):

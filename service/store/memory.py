@@ -23,7 +23,14 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from service.ratelimit import TokenBuckets
-from service.store import Commit, GameExistsError, GameRecord, Reservation, StoredEvent
+from service.store import (
+    Commit,
+    GameExistsError,
+    GameRecord,
+    Reservation,
+    StoredEvent,
+    now_ms,
+)
 
 
 @dataclass
@@ -241,7 +248,7 @@ class MemoryStore:
         self._due[game_id] = (due_ms, owner)
 
     async def claim_due(self, owner: str, lease: float, limit: int) -> list[str]:
-        now = _now_ms()
+        now = now_ms()
         due = sorted((at, game_id) for game_id, (at, _) in self._due.items() if at <= now)
         claimed = [game_id for _, game_id in due[:limit]]
         for game_id in claimed:
@@ -252,7 +259,7 @@ class MemoryStore:
         entry = self._due.get(game_id)
         if entry is None or entry[1] != owner:
             return False
-        self._due[game_id] = (_now_ms() + round(lease * 1000), owner)
+        self._due[game_id] = (now_ms() + round(lease * 1000), owner)
         return True
 
     async def release(self, game_id: str, owner: str, due_ms: int | None) -> None:
@@ -275,8 +282,3 @@ class MemoryStore:
         self._games.clear()
         self._expiries.clear()
         self._due.clear()
-
-
-def _now_ms() -> int:
-    # Wall-clock time, as deadlines are (a game's deadline is shown to people).
-    return int(time.time() * 1000)
