@@ -4,19 +4,40 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run play test lint typecheck unit proto lock bench bench-service bench-peers clean
+.PHONY: run play test lint typecheck unit engine proto lock bench bench-service bench-peers clean
+
+# The engine compiled in place with mypyc (scripts/build-engine; pure Python
+# when no C compiler is there), rebuilt whenever an engine source changes.
+ENGINE_BUILT := $(VENV)/.engine-built
+ENGINE_SOURCES := setup.py $(shell find engine -name '*.py' -not -path '*/__pycache__/*')
+# The engine's own tests: run a second time against the pure-Python engine,
+# the reference, so both builds pass the same tests (`make unit`).
+ENGINE_TESTS := $(addprefix tests/,test_engine_build.py test_bots.py test_errors.py \
+  test_shuffle.py test_state.py test_properties.py test_transcripts.py \
+  test_rules_doubles_end.py test_rules_setup_turns.py test_line_rules.py \
+  test_line_properties.py test_line_bots.py test_line_openspiel.py \
+  test_chicken_foot_rules.py test_chicken_foot_properties.py test_chicken_foot_bots.py)
 
 # The virtualenv, exactly requirements.lock; rebuilt whenever it or pyproject.toml changes.
 $(STAMP): pyproject.toml requirements.lock clients/python/pyproject.toml
 	./scripts/bootstrap
 	@touch $@
 
+$(ENGINE_BUILT): $(STAMP) $(ENGINE_SOURCES)
+	./scripts/build-engine
+	@touch $@
+
+## engine: compile the engine with mypyc now (RAILYARD_MYPYC=0: remove the compiled build)
+engine: $(STAMP)
+	./scripts/build-engine
+	@touch $(ENGINE_BUILT)
+
 ## run: the service, gRPC on :50051 and HTTP on :8080 (REDIS_URL set: Redis; else in-process)
-run: $(STAMP)
+run: $(ENGINE_BUILT)
 	$(BIN)/railyard serve
 
 ## play: a game in the terminal against bots, through the gRPC API
-play: $(STAMP)
+play: $(ENGINE_BUILT)
 	$(BIN)/railyard play
 
 ## test: everything CI checks (lint, format, types, the whole test suite)
@@ -43,30 +64,33 @@ lock: $(STAMP)
 	  && rm $(VENV)/requirements.lock.new || mv $(VENV)/requirements.lock.new requirements.lock
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict engine service clients/python/railyard_client bench
+	$(BIN)/mypy --strict engine service clients/python/railyard_client bench setup.py
 
-unit: $(STAMP)
+unit: $(ENGINE_BUILT)
 	./scripts/install-redis
 	./scripts/install-node
 	./scripts/install-chromium
 	./scripts/install-wrk
 	$(BIN)/pytest -n 2 --doctest-modules engine tests clients/python/railyard_client
+	RAILYARD_ENGINE=pure $(BIN)/pytest -n 2 --doctest-modules engine $(ENGINE_TESTS)
 
 ## bench: the engine benchmark (ratios against a baseline measured in the same run)
-bench: $(STAMP)
+bench: $(ENGINE_BUILT)
 	$(BIN)/python bench/engine.py
 
 ## bench-service: N clients playing complete games against one process with Redis
-bench-service: $(STAMP)
+bench-service: $(ENGINE_BUILT)
 	./scripts/install-redis
 	./scripts/install-wrk
 	$(BIN)/python bench/service.py
 
 ## bench-peers: our engine against the TypeScript Mexican Train engine (PEER_ENGINE_DIR: its checkout; not on npm)
-bench-peers: $(STAMP)
+bench-peers: $(ENGINE_BUILT)
 	./scripts/install-node
 	cd bench/peers/ts-engine && npm ci --no-audit --no-fund
 	$(BIN)/python bench/peers/engine.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	find engine -name '*.so' -delete
+	rm -f engine/compiled.json
+	rm -rf $(VENV) build .mypy_cache .pytest_cache .ruff_cache .hypothesis

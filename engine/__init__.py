@@ -14,6 +14,8 @@ Bots decide from a seat's view alone (``engine.bots``):
 True
 """
 
+# First: whether the modules below load compiled or from source (engine.native).
+from engine import native
 from engine.bots import LEVELS as BOT_LEVELS
 from engine.bots import bot_key, choose
 from engine.errors import (
@@ -142,6 +144,7 @@ __all__ = [
     "game_spec",
     "load",
     "load_dict",
+    "native",
     "new_game",
     "parse_move",
     "preset",

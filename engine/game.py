@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
+from mypy_extensions import mypyc_attr
+
 from engine.events import Event
 from engine.moves import Move
 from engine.tiles import Tile
@@ -37,6 +39,8 @@ class GameStatus(StrEnum):
     FINISHED = "finished"
 
 
+# Its compiled subclasses that admit interpreted ones (MexicanTrain) need it to.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class StateBase(ABC):
     """What every game's state shares, one implementation for all: the
     legal-move cache (each game's ``_generate`` fills it; a move clears it)

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 import uvicorn
 
+import engine.native
 from service import tracing
 from service.app import GameApp
 from service.background import BackgroundPlayer
@@ -154,6 +155,7 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     store = make_store(settings)
     where = redact_url(settings.redis_url) if settings.redis_url else "in-process memory"
     log.info("store: %s (%s)", store.name, where)
+    log.info("engine: %s", engine.native.DESCRIPTION)
     # Both ports first: one that is taken is one line naming its setting,
     # not uvicorn's traceback after gRPC already started.
     http_socket = _listen_http(settings)

@@ -48,11 +48,11 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final, NamedTuple
 
+from engine.checks import well_formed
 from engine.errors import (
     CorruptStateError,
     GameOverError,
     IllegalMoveError,
-    MalformedMoveError,
     MoveError,
     NotYourTurnError,
     RailyardError,
@@ -192,7 +192,12 @@ class LineGame(StateBase):
     :meth:`from_dict`. ``round`` counts hands.
     """
 
-    def __init__(self, rules: LineRules, players: int, seed: str) -> None:
+    def __init__(
+        self, rules: LineRules, players: int, seed: str, *, _loading: bool = False
+    ) -> None:
+        # ``_loading``: for from_dict only, which sets the hand's state
+        # itself (a loaded state deals nothing). A native class compiled by
+        # mypyc is made only through its __init__: no ``cls.__new__(cls)``.
         if not isinstance(rules, LineRules):
             raise RulesetError(
                 f"a line game is played from LineRules, not {type(rules).__name__}",
@@ -205,7 +210,8 @@ class LineGame(StateBase):
         self._seed = seed
         self._setup(facts)
         self.opening_events: list[Event] = []
-        self._deal(1, -1, self.opening_events)
+        if not _loading:
+            self._deal(1, -1, self.opening_events)
 
     # ------------------------------------------------------------------ setup
 
@@ -437,28 +443,33 @@ class LineGame(StateBase):
 
     # ------------------------------------------------------------------ moves
 
-    def apply(self, move: Move, seat: int | None = None) -> list[Event]:
+    # ``move: object``: whatever the caller passes is judged by the rules
+    # (T-2 for what is not a move), compiled or not (engine.checks).
+    def apply(self, move: object, seat: int | None = None) -> list[Event]:
         """Apply ``move`` for the seat to move (``seat``, when given, must be it)
         and return the events it caused. Raises a :class:`MoveError` and changes
         nothing when the move is not legal now."""
         events: list[Event] = []
-        self._apply(move, seat, events)
+        self.push(move, seat, events)
         return events
 
-    def _apply(self, move: Move, seat: int | None = None, ev: list[Event] | None = None) -> None:
+    def push(self, given: object, seat: int | None = None, ev: list[Event] | None = None) -> None:
+        """:meth:`apply` without building events (``ev`` ``None``), for
+        playouts and search; with a list, the events are appended to it. The
+        one implementation of a move: playouts call it directly (a call less
+        on the hot path than a wrapper, and mypyc compiles no method alias)."""
         if self.over:
-            raise GameOverError(f"{_text(move)} is not legal: the game is over", rule="CL-SC-2")
+            raise GameOverError(f"{_text(given)} is not legal: the game is over", rule="CL-SC-2")
         if seat is not None and seat != self.current_seat:
             raise NotYourTurnError(
-                f"{_text(move)} is not legal: it is seat {self.current_seat}'s turn, "
+                f"{_text(given)} is not legal: it is seat {self.current_seat}'s turn, "
                 f"not seat {seat}'s",
                 rule="CL-TURN-1",
             )
         legal = self._legal
         if legal is None:
             legal = self._legal = self._generate()
-        if move not in legal:
-            move = self._normalize(move, legal)
+        move = given if given in legal else self._normalize(given, legal)
         # The move is legal: it is recorded first, as nothing below refuses it.
         self.version += 1
         self._history_tail.append(move)
@@ -542,10 +553,6 @@ class LineGame(StateBase):
         self.drew = False
         if ev is not None:
             ev.append(TurnStarted(seat))
-
-    #: :meth:`apply` without building events: for playouts and search (one call
-    #: less on the hot path than a method that calls ``_apply``).
-    push = _apply
 
     def _draw(self, ev: list[Event] | None) -> None:
         """CL-DRAW-1: one tile; the turn stays with the drawer, who draws again
@@ -713,33 +720,11 @@ class LineGame(StateBase):
 
     # ------------------------------------------------------------------ errors
 
-    def _normalize(self, move: Move, legal: list[Move]) -> Move:
+    def _normalize(self, move: object, legal: list[Move]) -> Move:
         """The legal move ``move`` stands for, or the error that says why none."""
-        if not isinstance(move, Move) or not isinstance(move.kind, MoveKind):
-            raise MalformedMoveError(f"{move!r} is not a move", rule="T-2")
-        if move.kind is _PLAY:
-            tile, train = move.tile, move.train
-            if not isinstance(tile, tuple) or not isinstance(train, TrainRef):
-                raise MalformedMoveError("a play names a tile and a train", rule="T-2")
-            if len(tile) != 2 or not all(
-                isinstance(x, int) and not isinstance(x, bool) for x in tile
-            ):
-                raise MalformedMoveError(f"{tile!r} is not a tile", rule="T-2")
-            a, b = min(tile), max(tile)
-            if a < 0 or b > self.set_max:
-                raise MalformedMoveError(
-                    f"{a}-{b} is not a tile of the double-{self.set_max} set", rule="T-1"
-                )
-            exposed = move.exposed
-            if exposed is not None and (not isinstance(exposed, int) or isinstance(exposed, bool)):
-                raise MalformedMoveError(f"{exposed!r} is not a number", rule="T-2")
-            # The announcement flag (MT-KNOCK-1) means nothing here: ignored.
-            move = Move(_PLAY, TILES[a << 5 | b], train, False, exposed)
-            if move in legal:
-                return move
-        elif move.tile is not None or move.train is not None or move.exposed is not None:
-            raise MalformedMoveError(f"{move.kind.value} takes no tile or train", rule="T-2")
-        elif move in legal:
+        # The knock flag (MT-KNOCK-1) means nothing here: ignored.
+        move = well_formed(move, self.set_max)._replace(announce=False)
+        if move in legal:
             return move
         why = self._explain(move, legal)
         raise IllegalMoveError(
@@ -925,12 +910,7 @@ class LineGame(StateBase):
         seed = data["seed"]
         if not isinstance(seed, str):
             raise CorruptStateError("the seed is text")
-        self = cls.__new__(cls)
-        self._rules, facts = _prepare(rules, players)
-        self._players = players
-        self._seed = seed
-        self._setup(facts)
-        self.opening_events = []
+        self = cls(rules, players, seed, _loading=True)
         n = players
         self.version = _int(data["version"], 0)
         self.round = _int(data["round"], 1)
@@ -1013,20 +993,10 @@ class LineGame(StateBase):
 
     def copy(self) -> LineGame:
         """An independent copy of this state (for search)."""
-        other = LineGame.__new__(LineGame)
-        other.__dict__.update(self.__dict__)
-        other.hands = [h[:] for h in self.hands]
-        other.counts = self.counts[:]
-        other.boneyard = self.boneyard[:]
-        other.line = self.line[:]
-        other.hand_points = self.hand_points[:]
-        other.scores = self.scores[:]
-        other.round_scores = [rs[:] for rs in self.round_scores]
-        other.hand_winners = self.hand_winners[:]
+        # Through the saved form: one list of what a state holds (to_dict's),
+        # not a second one here to keep in step. Search deals its own states.
+        other = LineGame.from_dict(self.to_dict())
         other.opening_events = self.opening_events[:]
-        other._history_tail = self._history_tail[:]
-        if self._history_moves is not None:
-            other._history_moves = self._history_moves[:]
         return other
 
     def __eq__(self, other: object) -> bool:

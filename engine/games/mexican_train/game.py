@@ -25,16 +25,19 @@ import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Final, TypedDict, cast
+from typing import Any, ClassVar, Final, TypedDict, cast
 
+from mypy_extensions import mypyc_attr
+
+from engine.checks import well_formed
 from engine.errors import (
     CorruptStateError,
     GameOverError,
     IllegalMoveError,
-    MalformedMoveError,
     MoveError,
     NotYourTurnError,
     RailyardError,
+    RulesetError,
 )
 from engine.events import (
     DoubleSatisfied,
@@ -165,6 +168,9 @@ def _ref(players: int, slot: int, end: int) -> TrainRef:
     return ref
 
 
+# Subclassed by Chicken Foot, and by tests' probes in Python: a compiled class
+# admits interpreted subclasses only when it says so.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class MexicanTrain(StateBase):
     """A game of Mexican Train from a ruleset, a player count and a seed.
 
@@ -177,27 +183,54 @@ class MexicanTrain(StateBase):
     ['TilePlayed', 'TurnStarted']
     """
 
-    name: str = "mexican_train"
+    name: ClassVar[str] = "mexican_train"
     #: MT-TR-1: each player has a train of their own (Chicken Foot has none,
     #: CL-CF-1: its trains are the station's lines, numbered as Mexican trains).
-    own_trains: bool = True
+    own_trains: ClassVar[bool] = True
     #: MT-DBL-1: the player of a double owes one more tile (not in Chicken Foot).
-    double_owes: bool = True
+    double_owes: ClassVar[bool] = True
 
-    def __init__(self, ruleset: Ruleset, players: int, seed: str) -> None:
-        if not isinstance(seed, str):
-            raise RailyardError(f"the seed is text, not {type(seed).__name__}", rule="MT-FAIR-1")
-        rules = ruleset.resolve(players)
-        #: The game's rules, as its views show them.
-        self.rules: Rules = rules
-        #: The Mexican Train options the engine plays by (the same object here).
-        self.engine_rules = rules
+    def __init__(
+        self,
+        ruleset: Rules,
+        players: int,
+        seed: str,
+        *,
+        _loaded: tuple[Rules, Ruleset, dict[str, Any]] | None = None,
+    ) -> None:
+        # ``_loaded``: for from_dict only, the saved rules already resolved
+        # (:meth:`_saved_rules`); it sets the round's state itself (a loaded
+        # state deals nothing). A native class compiled by mypyc is made only
+        # through its __init__: no ``cls.__new__(cls)``.
+        if _loaded is None:
+            if not isinstance(seed, str):
+                raise RailyardError(
+                    f"the seed is text, not {type(seed).__name__}", rule="MT-FAIR-1"
+                )
+            resolved = self._resolve(ruleset, players)
+        else:
+            resolved = _loaded
+        #: The game's rules, as its views show them; the Mexican Train options
+        #: the engine plays by (the same object here, not in Chicken Foot).
+        self.rules, self.engine_rules, self._rules_saved = resolved
         self.players: Final = players
         self.seed: Final = seed
-        self._rules_saved = rules.to_dict()
         self._setup()
         self.opening_events: list[Event] = []
-        self._deal(1, self.opening_events)
+        if _loaded is None:
+            self._deal(1, self.opening_events)
+
+    @classmethod
+    def _resolve(cls, ruleset: Rules, players: int) -> tuple[Rules, Ruleset, dict[str, Any]]:
+        """The rules of a new game: as views show them, as the engine plays
+        them, and as saving writes them (each game's own rules type)."""
+        if not isinstance(ruleset, Ruleset):
+            raise RulesetError(
+                f"Mexican Train is played from a Ruleset, not {type(ruleset).__name__}",
+                rule="MT-SET-1",
+            )
+        rules = ruleset.resolve(players)
+        return rules, rules, rules.to_dict()
 
     # ------------------------------------------------------------------ setup
 
@@ -581,7 +614,9 @@ class MexicanTrain(StateBase):
 
     # ------------------------------------------------------------------ moves
 
-    def apply(self, move: Move, seat: int | None = None) -> list[Event]:
+    # ``move: object``: whatever the caller passes is judged by the rules
+    # (T-2 for what is not a move), compiled or not (engine.checks).
+    def apply(self, move: object, seat: int | None = None) -> list[Event]:
         """Apply ``move`` for the seat to move (``seat``, when given, must be it).
 
         Returns the events it caused. Raises a :class:`MoveError` (the state is
@@ -593,28 +628,27 @@ class MexicanTrain(StateBase):
         self._apply(move, seat, events)
         return events
 
-    def push(self, move: Move, seat: int | None = None) -> None:
+    def push(self, move: object, seat: int | None = None) -> None:
         """:meth:`apply` without building events: for playouts and search."""
         self._apply(move, seat, None)
 
-    def _apply(self, move: Move, seat: int | None, ev: list[Event] | None) -> None:
+    def _apply(self, given: object, seat: int | None, ev: list[Event] | None) -> None:
         if self.over:
             raise GameOverError(
-                f"{_text(move)} is not legal: the game is over, all {self.rounds_total} "
+                f"{_text(given)} is not legal: the game is over, all {self.rounds_total} "
                 "rounds have been played",
                 rule="MT-RND-1",
             )
         if seat is not None and seat != self.current_seat:
             raise NotYourTurnError(
-                f"{_text(move)} is not legal: it is seat {self.current_seat}'s turn, "
+                f"{_text(given)} is not legal: it is seat {self.current_seat}'s turn, "
                 f"not seat {seat}'s",
                 rule="MT-ENG-2",
             )
         legal = self._legal
         if legal is None:
             legal = self._legal = self._generate()
-        if move not in legal:
-            move = self._normalize(move, legal)
+        move = given if given in legal else self._normalize(given, legal)
         kind = move.kind
         if kind is _PLAY:
             self._play(move, ev)
@@ -630,33 +664,17 @@ class MexicanTrain(StateBase):
         self._history_tail.append(move)
         self._legal = None
 
-    def _normalize(self, move: Move, legal: list[Move]) -> Move:
+    def _normalize(self, move: object, legal: list[Move]) -> Move:
         """The legal move ``move`` stands for, or the error that explains why none."""
-        if not isinstance(move, Move) or not isinstance(move.kind, MoveKind):
-            raise MalformedMoveError(f"{move!r} is not a move", rule="T-2")
-        if move.kind is MoveKind.PLAY:
-            tile, train = move.tile, move.train
-            if not isinstance(tile, tuple) or not isinstance(train, TrainRef):
-                raise MalformedMoveError("a play names a tile and a train", rule="T-2")
-            a, b = tile
-            if not (isinstance(a, int) and isinstance(b, int)):
-                raise MalformedMoveError(f"{tile!r} is not a tile", rule="T-2")
-            if a > b:
-                a, b = b, a
-            if a < 0 or b > self.set_max:
-                raise MalformedMoveError(
-                    f"{a}-{b} is not a tile of the double-{self.set_max} set", rule="T-1"
-                )
-            move = Move(MoveKind.PLAY, TILES[a << 5 | b], train, bool(move.announce))
-            if move in legal:
-                return move
+        # MT-KNOCK-1: the flag is kept for the lookup; ``exposed`` means
+        # nothing in this game (CL-MAT-1's) and is dropped.
+        move = well_formed(move, self.set_max)._replace(exposed=None)
+        if move in legal:
+            return move
+        if move.announce:
             plain = move._replace(announce=False)
             if plain in legal:
                 return plain  # MT-KNOCK-1: the flag on any other play is ignored
-        elif move.tile is not None or move.train is not None:
-            raise MalformedMoveError(f"{move.kind.value} takes no tile or train", rule="T-2")
-        elif move in legal:
-            return move
         why = self._explain(move, legal)
         # The message names the move, so a log line or a client error stands alone.
         raise IllegalMoveError(
@@ -1037,16 +1055,10 @@ class MexicanTrain(StateBase):
                 raise CorruptStateError(
                     f"state format {state_format!r} is not {STATE_FORMAT} (nor 1, still read)"
                 )
-            self = cls.__new__(cls)
             # Not sorted: states are written in one key order, and another
             # order only costs a second cache entry.
-            self.rules, self.engine_rules, self._rules_saved = cls._saved_rules(
-                tuple(data["rules"].items())
-            )
-            self.players = data["players"]  # type: ignore[misc]
-            self.seed = data["seed"]  # type: ignore[misc]
-            self._setup()
-            self.opening_events = []
+            loaded = cls._saved_rules(tuple(data["rules"].items()))
+            self = cls(loaded[1], data["players"], data["seed"], _loaded=loaded)
             self.version = data["version"]
             self.round = data["round"]
             self.engine_value = self._first_engine - (self.round - 1)
