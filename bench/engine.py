@@ -43,6 +43,7 @@ ROOT: Final = _HERE.parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.insert(0, str(ROOT))
 
+import engine.native  # noqa: E402
 from engine.games.line import LineGame, LineRules, line_rules  # noqa: E402
 from engine.games.mexican_train.game import MexicanTrain  # noqa: E402
 from engine.games.mexican_train.rules import Ruleset, preset  # noqa: E402
@@ -398,7 +399,9 @@ def describe_host() -> str:
     cpus = os.cpu_count()
     return (
         f"{platform.python_implementation()} {platform.python_version()} on "
-        f"{platform.system()} {platform.machine()} ({cpus} CPUs visible, 1 used); engine at {rev}"
+        f"{platform.system()} {platform.machine()} ({cpus} CPUs visible, 1 used); engine at {rev}, "
+        f"running {engine.native.DESCRIPTION} (RAILYARD_ENGINE=pure for the other build; "
+        "bench/builds.py compares them side by side)"
     )
 
 
@@ -443,6 +446,7 @@ def run_benchmark(seconds: float, rounds: int | None, wall: bool) -> dict[str, A
         "rounds": rounds,
         "repeats": REPEATS,
         "clock": "wall" if wall else "process_time",
+        "engine": "compiled" if engine.native.COMPILED else "pure",
     }
     shuf = t["shuffle"]
     base = t[f"deal {VARIANTS[0].key}"].per_unit

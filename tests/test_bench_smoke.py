@@ -16,6 +16,7 @@ from pathlib import Path
 
 import grpc
 import httpx
+import pytest
 
 from service.api import game_service_pb2 as pb
 from service.api import game_service_pb2_grpc as pb_grpc
@@ -290,3 +291,17 @@ def test_peers_benchmark_runs_our_side() -> None:
     assert int(push.replace(",", "")) > 0, out
     assert int(moves) > 0, out
     assert int(applied.replace(",", "")) > 0, out
+
+
+def test_builds_benchmark_compares_compiled_and_pure() -> None:
+    import engine.native
+
+    if not engine.native.MANIFEST.exists():
+        pytest.skip("no compiled engine in the tree (no C compiler here)")
+    out = run_bench("bench/builds.py", "--pairs", "1", "--games", "3")
+    for work in ("mt4p", "block2p", "service"):
+        (line,) = [x for x in out.splitlines() if x.startswith(f"pair 1 {work}:")]
+        rates = re.findall(r"(pure|compiled) ([\d,]+)/CPU-s", line)
+        assert [build for build, _ in rates] == ["pure", "compiled"], line
+        assert all(int(rate.replace(",", "")) > 0 for _, rate in rates), line
+        assert f"{work}: compiled / pure: median" in out
