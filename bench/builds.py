@@ -10,8 +10,9 @@ the same machine load; the verdict is the median ratio with its range.
 
 The work:
 
-* ``mt4p``: random playouts of one round of 4-player double-12 (``push``),
-  as bots and search play;
+* ``mt4p``: random playouts of one round of double-12 ``standard``, 4
+  players unless ``--players`` says otherwise (``push``, as bots and search
+  play; ``mt4p-apply``: with events built, as the service plays);
 * ``block2p``: random playouts of a 2-player Block hand (bench/engine.py's
   OpenSpiel variant);
 * ``service``: what the service asks of the engine for one move: a state
@@ -45,6 +46,8 @@ if __name__ == "__main__":
 
 BUILDS: Final = ("pure", "compiled")
 WORKS: Final = ("mt4p", "block2p", "service")
+#: Also measurable, not run by default: mt4p with events built (``apply``).
+EXTRA_WORKS: Final = ("mt4p-apply",)
 
 
 @dataclass(frozen=True)
@@ -66,16 +69,17 @@ def _work(name: str, players: int) -> Callable[[Sequence[str]], int]:
     from bench.engine import _OPENSPIEL_BLOCK, Variant, line_playout_work, playout_work
     from engine.games.mexican_train.rules import preset
 
-    if name == "mt4p":
+    if name in ("mt4p", "mt4p-apply"):
         ruleset = preset("standard").with_options(rounds=1)
-        return playout_work(Variant("mt", "mt", ruleset, players), use_apply=False)
+        variant = Variant("mt", "mt", ruleset, players)
+        return playout_work(variant, use_apply=name == "mt4p-apply")
     if name == "block2p":
         from bench.engine import LineVariant
 
         return line_playout_work(LineVariant("block", "block", _OPENSPIEL_BLOCK, 2, None))
     if name == "service":
         return _service_work(players)
-    raise SystemExit(f"builds: no work {name!r} (one of {', '.join(WORKS)})")
+    raise SystemExit(f"builds: no work {name!r} (one of {', '.join(WORKS + EXTRA_WORKS)})")
 
 
 def _service_work(players: int) -> Callable[[Sequence[str]], int]:
