@@ -57,7 +57,7 @@ ROOT: Final = _HERE.parent.parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.insert(0, str(ROOT))
 
-from bench.builds import Reading, measure  # noqa: E402
+from bench.builds import Reading, measure, ratio_line  # noqa: E402
 
 HARNESS: Final = _HERE / "ts-engine" / "playouts.mjs"
 #: The issue's targets for moves per CPU-second, ours over theirs (issue 15),
@@ -104,11 +104,6 @@ def measure_theirs(node: str, peer_dir: Path, players: int, games: int, pair: in
         raise SystemExit(f"peers: the Node harness failed (exit {done.returncode}): {done.stderr}")
     result = json.loads(done.stdout.splitlines()[-1])
     return Side(int(result["moves"]), float(result["cpu_s"]))
-
-
-def ratio_line(name: str, ratios: list[float]) -> str:
-    median = statistics.median(ratios)
-    return f"{name}: median {median:.2f}x (range {min(ratios):.2f}-{max(ratios):.2f}x)"
 
 
 def main(argv: list[str] | None = None) -> int:
