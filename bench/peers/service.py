@@ -209,8 +209,8 @@ def describe_theirs(theirs: Theirs) -> str:
     line = (
         f"{VARIANTS[theirs.variant]} {theirs.ms_per_move:.2f} ms/move ({theirs.moves} moves, "
         f"{theirs.moves / theirs.seconds:,.0f}/s, server "
-        f"{100 * theirs.server_cpu / theirs.seconds:.0f}% of a core; load generator "
-        f"{gen.cpu_s:.1f} CPU-s, {gen.sockets} sockets, {gen.matches_done} matches)"
+        f"{100 * theirs.server_cpu / theirs.seconds:.0f}% of a core; its load generator's "
+        f"whole run: {gen.cpu_s:.1f} CPU-s, {gen.sockets} sockets, {gen.matches_done} matches)"
     )
     if theirs.errors:
         line += f", errors {theirs.errors} (first: {gen.first_error or 'on the server stderr'})"
