@@ -84,11 +84,24 @@ bench-service: $(ENGINE_BUILT)
 	./scripts/install-wrk
 	$(BIN)/python bench/service.py
 
-## bench-peers: our engine against the TypeScript Mexican Train engine (PEER_ENGINE_DIR: its checkout; not on npm)
+## bench-peers: our service against boardgame.io (npm); our engine against the TS engine (PEER_ENGINE_DIR)
+# Both parts run (the TS engine's only with PEER_ENGINE_DIR, a checkout: it is
+# not on npm); the target fails if either missed its targets.
 bench-peers: $(ENGINE_BUILT)
 	./scripts/install-node
-	cd bench/peers/ts-engine && npm ci --no-audit --no-fund
-	$(BIN)/python bench/peers/engine.py
+	./scripts/install-redis
+	./scripts/install-wrk
+	cd bench/peers/boardgame-io && npm ci --no-audit --no-fund
+	@status=0; \
+	$(BIN)/python bench/peers/service.py || status=1; \
+	if [ -n "$(PEER_ENGINE_DIR)" ]; then \
+	  (cd bench/peers/ts-engine && npm ci --no-audit --no-fund) \
+	    && $(BIN)/python bench/peers/engine.py --peer-dir "$(PEER_ENGINE_DIR)" || status=1; \
+	else \
+	  echo "bench-peers: the TypeScript engine comparison is skipped: PEER_ENGINE_DIR is unset" \
+	    "(a checkout of JamesAtIntegratnIO/mexican-train; it is not on npm)"; \
+	fi; \
+	exit $$status
 
 clean:
 	find engine -name '*.so' -delete

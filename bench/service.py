@@ -318,7 +318,9 @@ def start_server(
         argv = [PYTHON, "-c", _CPROFILE_LAUNCHER, str(cprofile_out), str(grpc_port)]
         argv += [str(http_port), redis_url]
     else:
-        argv = [PYTHON, "-m", "service.cli", "serve", "--host", "127.0.0.1"]
+        # One worker: `serve` over Redis defaults to one per CPU, and the CPU
+        # read here is this one process's (a supervisor's would be ~0).
+        argv = [PYTHON, "-m", "service.cli", "serve", "--host", "127.0.0.1", "--workers", "1"]
         argv += ["--grpc-port", str(grpc_port), "--http-port", str(http_port)]
         argv += ["--redis-url", redis_url, "--log-level", "warning"]
     proc = procs.start([*pin.server, *argv], stdout=subprocess.DEVNULL)
@@ -1248,7 +1250,7 @@ def table(rows: Sequence[tuple[Load, Load]]) -> list[str]:
     return out
 
 
-def measure_pair(
+def measure_service(
     transport: str,
     tag: str,
     seed: str,
@@ -1258,9 +1260,10 @@ def measure_pair(
     count: int,
     opts: Options,
     work: Path,
-) -> tuple[Load, Load]:
-    """The service, then the floor on copies of the same games, back to back."""
-    redis_pid = rds.proc.pid
+) -> tuple[Load, list[list[Game]]]:
+    """A fresh service process with ``count`` fresh games, measured under
+    ``opts.clients`` clients and stopped; also the games, by client (seeded
+    to the floor's keys as created, for a floor to replay)."""
     print(f"[{tag}] starting the service, creating {count} games ...", flush=True)
     server = start_server("service", procs, pin, rds.url)
     games = setup_games(server, count, opts.players, opts.preset, opts.rounds, seed)
@@ -1274,9 +1277,26 @@ def measure_pair(
         "measuring the service ...",
         flush=True,
     )
-    svc = measure(transport, server, clients, opts, False, pin, work, redis_pid)
+    svc = measure(transport, server, clients, opts, False, pin, work, rds.proc.pid)
     svc.verified = verify_games(rds.client, server, games)
     server.stop(procs)
+    return svc, clients
+
+
+def measure_pair(
+    transport: str,
+    tag: str,
+    seed: str,
+    procs: Processes,
+    pin: Pinning,
+    rds: RedisServer,
+    count: int,
+    opts: Options,
+    work: Path,
+) -> tuple[Load, Load]:
+    """The service, then the floor on copies of the same games, back to back."""
+    redis_pid = rds.proc.pid
+    svc, clients = measure_service(transport, tag, seed, procs, pin, rds, count, opts, work)
     print(f"[{tag}] {svc.rate:,.0f} moves/s; measuring the floor ...", flush=True)
     floor_server = start_server("floor", procs, pin, rds.url)
     floor = measure(transport, floor_server, clients, opts, True, pin, work, redis_pid)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -308,3 +309,60 @@ def test_builds_benchmark_compares_compiled_and_pure() -> None:
         assert [build for build, _ in rates] == ["pure", "compiled"], line
         assert all(int(rate.replace(",", "")) > 0 for _, rate in rates), line
         assert f"{work}: compiled / pure: median" in out
+
+
+BOARDGAMEIO = ROOT / "bench" / "peers" / "boardgame-io"
+#: What npm says when it cannot reach the registry.
+UNREACHABLE = ("ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENETUNREACH")
+
+
+def boardgameio_installed() -> None:
+    """The pinned boardgame.io in the harness's node_modules, by `npm ci`
+    unless it is there already; skips only when the registry is unreachable."""
+    pinned = json.loads((BOARDGAMEIO / "package.json").read_text())["dependencies"]["boardgame.io"]
+    installed = BOARDGAMEIO / "node_modules" / "boardgame.io" / "package.json"
+    if installed.is_file() and json.loads(installed.read_text())["version"] == pinned:
+        return
+    npm = shutil.which("npm")
+    assert npm is not None, "npm is not on PATH (./scripts/install-node installs Node and npm)"
+    done = subprocess.run(
+        [npm, "ci", "--no-audit", "--no-fund"],
+        cwd=BOARDGAMEIO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    if done.returncode != 0 and any(code in done.stderr for code in UNREACHABLE):
+        pytest.skip(f"npm cannot reach its registry to install boardgame.io: {done.stderr[-300:]}")
+    assert done.returncode == 0, f"npm ci in {BOARDGAMEIO}: exit {done.returncode}\n{done.stderr}"
+
+
+def test_peers_benchmark_runs_against_boardgameio() -> None:
+    """Ours over HTTP and a boardgame.io server both ways (a socket per seat,
+    one per match), one short pair: every side applied moves, without errors."""
+    boardgameio_installed()
+    out = run_bench(
+        "bench/peers/service.py",
+        *("--pairs", "1", "--seconds", "1", "--clients", "2", "--warmup", "0.5"),
+        *("--capacity", "3000", "--wait-quiet", "0", "--no-pin"),
+        verdicts=True,
+    )
+    ours = re.findall(r"^pair 1: ours [\d.]+ ms/move \((\d+) moves, .*errors (\d+)\)$", out, re.M)
+    assert len(ours) == 1, out
+    assert int(ours[0][0]) > 0, out
+    assert ours[0][1] == "0", out
+    theirs = {
+        variant: (int(moves), line)
+        for line, variant, moves in re.findall(
+            r"^(  theirs, (one socket per \w+) [\d.]+ ms/move \((\d+) moves.*)$", out, re.M
+        )
+    }
+    assert set(theirs) == {"one socket per seat", "one socket per match"}, out
+    for moves, line in theirs.values():
+        assert moves > 0, out
+        assert "errors" not in line, out
+    assert "ran out" not in out, out
+    assert re.search(r"^ours / boardgame.io one socket per seat: median [\d.]+x", out, re.M), out
+    assert "target: ours <= 0.75x boardgame.io one socket per seat: " in out
+    assert "target: ours <= 1.00x boardgame.io one socket per match: " in out
