@@ -553,7 +553,6 @@ def serve(
 ) -> Iterator[Serve]:
     """``railyard serve`` on free ports with REDIS_URL, killed at the end;
     yielded once ready (``ready=False``: once up, for a store that is down)."""
-    grpc_port, http_port = free_port(), free_port()
     log_path = tmp_path / f"{name}.log"
     environment = {
         **{k: v for k, v in os.environ.items() if not k.startswith("RAILYARD_")},
@@ -564,34 +563,41 @@ def serve(
         "RAILYARD_WORKERS": "1",
         **env,
     }
-    with log_path.open("wb") as log_file:
-        proc = subprocess.Popen(
-            [
-                str(RAILYARD),
-                "serve",
-                "--host",
-                "127.0.0.1",
-                "--grpc-port",
-                str(grpc_port),
-                "--http-port",
-                str(http_port),
-            ],
-            env=environment,
-            stdin=subprocess.DEVNULL,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-        )
-    server = Serve(proc, log_path, grpc_port, http_port)
-    try:
+    # A free port can be taken by another process between free_port() and
+    # the bind (other test workers, other jobs on the machine): the service
+    # then exits naming it, and it is started again on new ports.
+    for attempt in range(3):
+        grpc_port, http_port = free_port(), free_port()
+        with log_path.open("wb") as log_file:
+            proc = subprocess.Popen(
+                [
+                    str(RAILYARD),
+                    "serve",
+                    "--host",
+                    "127.0.0.1",
+                    "--grpc-port",
+                    str(grpc_port),
+                    "--http-port",
+                    str(http_port),
+                ],
+                env=environment,
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+            )
+        server = Serve(proc, log_path, grpc_port, http_port)
         deadline = time.monotonic() + 20
-        while True:
-            assert proc.poll() is None, f"railyard serve exited:\n{server.log()}"
-            assert time.monotonic() < deadline, f"railyard serve not ready:\n{server.log()}"
+        while proc.poll() is None and time.monotonic() < deadline:
             with contextlib.suppress(httpx.HTTPError):
                 probe = "/readyz" if ready else "/healthz"
                 if httpx.get(f"{server.base_url}{probe}", timeout=1).status_code == 200:
                     break
             time.sleep(0.05)
+        if proc.poll() is None or "cannot listen on" not in server.log() or attempt == 2:
+            break
+    try:
+        assert proc.poll() is None, f"railyard serve exited:\n{server.log()}"
+        assert time.monotonic() < deadline, f"railyard serve not ready:\n{server.log()}"
         yield server
     finally:
         if proc.poll() is None:
