@@ -26,6 +26,7 @@ from collections.abc import (
     Callable,
     Coroutine,
     Iterator,
+    Sequence,
 )
 from typing import Any, Final, NoReturn, TypeVar
 
@@ -238,6 +239,42 @@ async def _close(responses: AsyncGenerator[Any, None]) -> None:
     await responses.aclose()
 
 
+class GrpcServer:
+    """grpc's threaded server with ``settings``' channel arguments, whose
+    handlers (:func:`add_servicer`) run on the loop it starts on; started
+    and stopped from that loop, as grpc.aio's server is."""
+
+    def __init__(
+        self, settings: Settings, interceptors: Sequence[grpc.ServerInterceptor[Any, Any]] = ()
+    ) -> None:
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            call_threads(settings), thread_name_prefix="grpc-call"
+        )
+        self.server = grpc.server(
+            self._pool, interceptors=list(interceptors), options=grpc_options(settings)
+        )
+        self.calls = LoopCalls()
+
+    def bind(self, host: str, port: int) -> int:
+        """Listen on ``host:port`` (0: any free port); the port bound."""
+        bound = self.server.add_insecure_port(f"{host}:{port}")
+        if bound == 0:
+            raise OSError(f"could not bind gRPC to {host}:{port}")
+        return bound
+
+    async def start(self) -> None:
+        self.calls.loop = asyncio.get_running_loop()
+        self.server.start()
+
+    async def stop(self, grace: float | None) -> None:
+        """Refuse new calls and let those in flight finish for ``grace``
+        seconds, then cancel them (None: at once). Waited for on another
+        thread: the calls in flight need this loop to finish."""
+        stopped = self.server.stop(grace)
+        await asyncio.to_thread(stopped.wait)
+        self._pool.shutdown(wait=False)
+
+
 def _threaded(
     method: str,
     behavior: Callable[..., Any],
@@ -273,16 +310,15 @@ def _threaded(
 
 
 def add_servicer(
-    server: grpc.Server,
-    calls: LoopCalls,
+    server: GrpcServer,
     servicer: object,
     service: ServiceDescriptor,
     count: _Count | None = None,
 ) -> None:
     """Serve ``servicer``'s methods of ``service`` on ``server``, as the
-    generated ``add_*Servicer_to_server`` does, but run on the loop of
-    ``calls`` (the servicer's methods are coroutine and async generator
-    functions), and with a request that does not decode answered
+    generated ``add_*Servicer_to_server`` does, but run on the server's loop
+    (the servicer's methods are coroutine and async generator functions),
+    and with a request that does not decode answered
     INVALID_ARGUMENT with the house ErrorInfo (and counted by ``count``), not
     grpc's UNKNOWN. Built from the descriptor, so the generated code stays as
     generated. A method the servicer does not implement itself (a plain
@@ -301,13 +337,13 @@ def add_servicer(
             else grpc.unary_unary_rpc_method_handler
         )
         handlers[method.name] = handler(
-            _threaded(method.name, behavior, method.server_streaming, count, calls)
+            _threaded(method.name, behavior, method.server_streaming, count, server.calls)
             if serving
             else behavior,
             request_deserializer=_decoder(request) if serving else request.FromString,
             response_serializer=response.SerializeToString,
         )
-    server.add_generic_rpc_handlers(
+    server.server.add_generic_rpc_handlers(
         (grpc.method_handlers_generic_handler(service.full_name, handlers),)
     )
 
@@ -489,30 +525,6 @@ def grpc_options(settings: Settings) -> list[tuple[str, int]]:
     ]
 
 
-class GrpcServer:
-    """A threaded grpc server whose handlers run on the loop it starts on,
-    started and stopped from that loop as grpc.aio's server is."""
-
-    def __init__(
-        self, server: grpc.Server, calls: LoopCalls, pool: concurrent.futures.ThreadPoolExecutor
-    ) -> None:
-        self._server = server
-        self._calls = calls
-        self._pool = pool
-
-    async def start(self) -> None:
-        self._calls.loop = asyncio.get_running_loop()
-        self._server.start()
-
-    async def stop(self, grace: float | None) -> None:
-        """Refuse new calls and let those in flight finish for ``grace``
-        seconds, then cancel them (None: at once). Waited for on another
-        thread: the calls in flight need this loop to finish."""
-        stopped = self._server.stop(grace)
-        await asyncio.to_thread(stopped.wait)
-        self._pool.shutdown(wait=False)
-
-
 def create_grpc_server(
     app: GameApp, host: str = "[::]", port: int = 0, closing: asyncio.Event | None = None
 ) -> tuple[GrpcServer, int]:
@@ -529,23 +541,15 @@ def create_grpc_server(
         if app.tracer_provider is not None
         else []
     )
-    pool = concurrent.futures.ThreadPoolExecutor(
-        call_threads(app.settings), thread_name_prefix="grpc-call"
-    )
-    server = grpc.server(pool, interceptors=interceptors, options=grpc_options(app.settings))
-    calls = LoopCalls()
+    server = GrpcServer(app.settings, interceptors)
     add_servicer(
         server,
-        calls,
         GameServicer(app, closing),
         pb.DESCRIPTOR.services_by_name["GameService"],
         app.metrics.grpc_call,
     )
-    add_servicer(server, calls, StoreHealth(app), health_pb2.DESCRIPTOR.services_by_name["Health"])
+    add_servicer(server, StoreHealth(app), health_pb2.DESCRIPTOR.services_by_name["Health"])
     reflection.enable(
-        server, (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name)
+        server.server, (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name)
     )
-    bound = server.add_insecure_port(f"{host}:{port}")
-    if bound == 0:
-        raise OSError(f"could not bind gRPC to {host}:{port}")
-    return GrpcServer(server, calls, pool), bound
+    return server, server.bind(host, port)
