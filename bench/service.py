@@ -6,11 +6,12 @@
 N concurrent clients (default 50) play complete, legal games of Mexican Train
 against ONE ``railyard serve`` process backed by Redis, over gRPC and over
 HTTP/JSON, and the ApplyMove rate and latency (p50, p99) are compared with a
-FLOOR measured in the same run: the same server stack (grpc.aio, or uvicorn +
-FastAPI, in the same default asyncio loop) whose ApplyMove does only the
-Redis round trips a real one does (``RedisStore.load`` + ``RedisStore.commit``)
-and no rules (``bench/service_floor.py``). Targets: service >= 60% of the
-floor, p99 < 100 ms.
+FLOOR measured in the same run: the same server stack (the service's gRPC
+server, or uvicorn + FastAPI, in the same default asyncio loop) whose
+ApplyMove does only the Redis round trips a real one does
+(``RedisStore.load`` + ``RedisStore.commit``) and no rules
+(``bench/service_floor.py``). Targets: service >= 60% of the floor, p99 <
+100 ms.
 
 Pairs and medians: this machine's speed drifts by a fifth over minutes (the
 same build measured 52% and 63% of its floor ten minutes apart), so one
@@ -940,9 +941,10 @@ def _frame_path(frame: str) -> str:
 def _frame_area(frame: str) -> str:
     """A coarse bucket for a py-spy frame."""
     if frame.startswith("Handle._run "):
-        # Callbacks the loop runs that have no Python frame of their own: under
-        # gRPC mostly grpc.aio's Cython server code (invisible to py-spy).
-        return "C/Cython callbacks of the loop (gRPC: grpc.aio's Cython code)"
+        # Callbacks the loop runs that have no Python frame of their own (C
+        # and Cython code, invisible to py-spy); grpc's threaded server's own
+        # Python code runs on its threads and counts as grpc's.
+        return "C/Cython callbacks of the loop"
     path = _frame_path(frame)
     for needle, area in _AREAS:
         if path.startswith(needle) or f"/{needle}" in path:

@@ -3,7 +3,8 @@
     .venv/bin/python bench/service_floor.py --grpc-port P --http-port Q --redis-url URL
 
 One process, exactly as ``railyard serve`` runs (``asyncio.run`` with the
-default event loop; a ``grpc.aio`` server with the service's options; uvicorn
+default event loop; the service's own gRPC server, grpc's threaded server
+handing each call to that loop, with the service's default options; uvicorn
 serving a FastAPI app inside the same loop), whose ApplyMove does only the
 Redis round trips a real apply-move does, through the service's own
 :class:`~service.store.redis.RedisStore` (same pool, same scripts): one
@@ -14,8 +15,9 @@ rules work, a tiny response. Keys live under the ``floor`` prefix
 (``floor:{<game id>}:g``), which ``bench/service.py`` seeds from the real
 games, so the very same requests (real game ids in path or message) drive it.
 
-* gRPC: ``/railyard.v1.GameService/ApplyMove`` (the request is parsed by the
-  generated servicer as usual; the ``authorization`` metadata is read);
+* gRPC: ``/railyard.v1.GameService/ApplyMove`` (served through
+  ``service.grpc_server.add_servicer`` as the service's methods are; the
+  ``authorization`` metadata is read);
 * HTTP: ``POST /v1/games/{gameId}/moves`` (body read, not parsed), served
   through a DirectRoute as the service serves it, and ``GET /healthz``
   through FastAPI.
@@ -47,7 +49,9 @@ from fastapi.responses import JSONResponse, Response  # noqa: E402
 
 from service.api import game_service_pb2 as pb  # noqa: E402
 from service.api import game_service_pb2_grpc as pb_grpc  # noqa: E402
+from service.grpc_server import GrpcServer, add_servicer  # noqa: E402
 from service.http_server import DirectRoute, json_response, scope_header  # noqa: E402
+from service.settings import Settings  # noqa: E402
 from service.store import Commit, StoredEvent  # noqa: E402
 from service.store.redis import RedisStore  # noqa: E402
 
@@ -94,12 +98,12 @@ class FloorServicer(pb_grpc.GameServiceServicer):
         self.floor = floor
 
     async def ApplyMove(  # noqa: N802 (gRPC method names)
-        self, request: pb.ApplyMoveRequest, context: grpc.aio.ServicerContext[object, object]
+        self, request: pb.ApplyMoveRequest, context: grpc.ServicerContext
     ) -> pb.ApplyMoveResponse:
         _token = dict(context.invocation_metadata() or ()).get("authorization")
         version = await self.floor.apply(request.game_id)
         if version < 0:
-            await context.abort(grpc.StatusCode.ABORTED, "floor: lost the race or no game")
+            context.abort(grpc.StatusCode.ABORTED, "floor: lost the race or no game")
         return pb.ApplyMoveResponse(game=pb.GameView(version=version))
 
 
@@ -142,18 +146,11 @@ class _QuietServer(uvicorn.Server):
 async def serve(host: str, grpc_port: int, http_port: int, redis_url: str) -> None:
     store = RedisStore(redis_url, prefix=PREFIX)
     floor = Floor(store)
-    # The options of service.grpc_server.create_grpc_server.
-    server = grpc.aio.server(
-        options=[
-            ("grpc.so_reuseport", 0),
-            ("grpc.max_receive_message_length", 1 << 20),
-            ("grpc.keepalive_time_ms", 30_000),
-        ]
-    )
+    # The server and options of service.grpc_server.create_grpc_server.
+    server = GrpcServer(Settings())
     servicer = FloorServicer(floor)  # type: ignore[abstract]  # only ApplyMove is served
-    pb_grpc.add_GameServiceServicer_to_server(servicer, server)
-    if server.add_insecure_port(f"{host}:{grpc_port}") == 0:
-        raise OSError(f"could not bind gRPC to {host}:{grpc_port}")
+    add_servicer(server, servicer, pb.DESCRIPTOR.services_by_name["GameService"])
+    server.bind(host, grpc_port)
     # The uvicorn options of service.server.serve.
     config = uvicorn.Config(
         create_http_app(floor),

@@ -48,13 +48,14 @@ def _register_v1(pool: descriptor_pool.DescriptorPool) -> None:
         pool.Add(_v1_file())
 
 
-def enable(server: grpc.aio.Server, service_names: Iterable[str]) -> None:
+def enable(server: grpc.Server, service_names: Iterable[str]) -> None:
     """Serve reflection for ``service_names`` (and itself) under v1 and v1alpha."""
     pool = descriptor_pool.Default()
     _register_v1(pool)
     names = (*service_names, V1_SERVICE_NAME, V1ALPHA_SERVICE_NAME)
-    # reflection.aio is the library's public asyncio servicer (set at import).
-    servicer = reflection.aio.ReflectionServicer(names, pool=pool)  # type: ignore[attr-defined]
+    # The library's threaded servicer: it answers from the pool alone, on
+    # the call's thread (service.grpc_server runs grpc's threaded server).
+    servicer = reflection.ReflectionServicer(names, pool=pool)
     for service in (V1_SERVICE_NAME, V1ALPHA_SERVICE_NAME):
         handler = grpc.stream_stream_rpc_method_handler(
             servicer.ServerReflectionInfo,
