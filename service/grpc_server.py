@@ -130,16 +130,18 @@ def _decoder(message_class: type[Message]) -> Callable[[bytes], Message | _Undec
 #: Counts a call by method and code (GameApp.metrics.grpc_call's shape).
 _Count = Callable[[str, str, float], None]
 
-#: Threads for calls other than streams: more calls at once than this wait
-#: for one (50 clients playing kept ~50 busy; the loop is the bottleneck
-#: long before they run out).
+#: The pool's threads beyond the watches' (:func:`call_threads`): with every
+#: watch open, calls past these wait for one. bench/service.py's 50 clients
+#: keep about 50 busy; the loop is the limit long before (a pool of 16
+#: measured no cheaper).
 UNARY_THREADS: Final = 64
 
 
 def call_threads(settings: Settings) -> int:
     """The pool's size: every WatchGame the app lets open (each holds its
     thread while open; the one past ``max_watchers`` is refused at once) and
-    :data:`UNARY_THREADS` besides. Threads start as calls need them."""
+    :data:`UNARY_THREADS` besides, which health watches and reflection
+    streams share with the unary calls. Threads start as calls need them."""
     return settings.max_watchers + UNARY_THREADS
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import Any
 
@@ -28,6 +29,7 @@ from tests.service_helpers import (
     people,
     run,
 )
+from tests.test_telemetry import samples, value
 
 
 @pytest.fixture(params=["memory", "redis"])
@@ -384,3 +386,39 @@ def test_shutdown_ends_watches_at_once_and_between_versions() -> None:
             resumed.cancel()
 
     run(go())
+
+
+def test_a_call_that_ends_first_is_cancelled_on_the_loop(caplog: pytest.LogCaptureFixture) -> None:
+    """A call that ends before its handler (here WatchGame's deadline, on a
+    game where nothing happens) cancels the handler's coroutine on the event
+    loop, from grpc's thread: the watch's place is free again, the call is
+    counted CANCELLED, nothing is logged as the handler's error, and the
+    next calls are served as before."""
+
+    async def go() -> None:
+        async with grpc_service(make_store("memory", None)) as (stub, _, app):
+            created = await stub.CreateGame(
+                pb.CreateGameRequest(ruleset=pb.Ruleset(preset="pagat"), players=people(2))
+            )
+            game_id = created.game.game_id
+            for ended_so_far in range(1, 4):
+                watch = stub.WatchGame(pb.WatchGameRequest(game_id=game_id), timeout=0.5)
+                assert (await watch.read()).WhichOneof("kind") == "snapshot"
+                assert app.watching == 1
+                with pytest.raises(grpc.aio.AioRpcError) as ended:
+                    await watch.read()
+                assert ended.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+                # The handler's end on the loop follows the client's.
+                deadline = time.monotonic() + 5
+                while cancelled(app) < ended_so_far and time.monotonic() < deadline:
+                    await asyncio.sleep(0.02)
+                assert (cancelled(app), app.watching) == (ended_so_far, 0)
+            assert (await stub.GetGame(pb.GetGameRequest(game_id=game_id))).game_id == game_id
+
+    def cancelled(app: GameApp) -> float:
+        found = samples(app.metrics.exposition().decode())
+        return value(found, "railyard_grpc_requests_total", method="WatchGame", code="CANCELLED")
+
+    with caplog.at_level(logging.WARNING):
+        run(go())
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
