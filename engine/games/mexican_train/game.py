@@ -1068,18 +1068,28 @@ class MexicanTrain(StateBase):
             self._hand_lists = [None] * n
             self.counts = [0] * n
             self.pips = [0] * n
-            bits = _TILE_BITS
-            for seat, tids in enumerate(data["hands"]):
+            bits, pips_of, canonical = _TILE_BITS, _PIPS, _CANONICAL
+            # Typed, so that the compiled build runs these loops on C ints
+            # (every state load comes through here).
+            saved_hands: list[list[int]] = data["hands"]
+            for seat, tids in enumerate(saved_hands):
                 hand = self.hands[seat]
+                pips = 0
+                # As to_dict wrote it (ascending ids, each a <= b, no repeat):
+                # saving again can reuse it.
+                as_saved = True
+                previous = -1
                 for tid in tids:
                     a, bit_b, b, bit_a = bits[tid]
                     hand[a] |= bit_b
                     hand[b] |= bit_a
+                    pips += pips_of[tid]
+                    if tid <= previous or not canonical[tid]:
+                        as_saved = False
+                    previous = tid
                 self.counts[seat] = len(tids)
-                self.pips[seat] = sum(map(_PIPS.__getitem__, tids))
-                # As to_dict wrote it (ascending ids, each a <= b, no repeat):
-                # saving again can reuse it.
-                if all(map(_CANONICAL.__getitem__, tids)) and tids == sorted(set(tids)):
+                self.pips[seat] = pips
+                if as_saved:
                     self._hand_lists[seat] = list(tids)
             self.boneyard = list(data["boneyard"])
             self.parent_ends, self.open_ends, self.tile_codes = [], [], []
