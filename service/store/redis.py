@@ -324,30 +324,36 @@ class RedisStore:
 
     # -- failures ---------------------------------------------------------
 
+    def _failure(self, exc: Exception, what: str, writes: bool) -> StoreUnavailableError:
+        """A Redis failure as the store's error: StoreUnavailableError; for a
+        call that ``writes``, a reply lost after the call was sent as
+        OutcomeUnknownError (it may have run)."""
+        detail = str(exc) or "no answer"
+        failure: type[StoreUnavailableError] = StoreUnavailableError
+        if isinstance(exc, ReplyError) and detail.startswith("OOM"):
+            # Over maxmemory under noeviction: a refused script wrote nothing.
+            failure = StoreFullError
+        elif writes and isinstance(exc, ReplyLostError):
+            failure = OutcomeUnknownError
+        return failure(
+            f"redis store at {self._where}: {what} failed: {type(exc).__name__}: {detail}"
+        )
+
     @asynccontextmanager
     async def _guard(self, what: str, *, writes: bool = False) -> AsyncIterator[None]:
-        """Redis failures as StoreUnavailableError; for a call that ``writes``,
-        a reply lost after the call was sent as OutcomeUnknownError (it may
-        have run)."""
+        """Redis failures as :meth:`_failure` says. (Not on a move's path:
+        :meth:`_read` and :meth:`commit` catch them themselves, a context
+        manager's generator and its hooks cost more than the rest of a load.)"""
         try:
             yield
         # OSError covers ConnectionError and TimeoutError; ReplyError is Redis
         # refusing (LOADING, READONLY, OOM, CLUSTERDOWN, ...).
         except (ReplyError, OSError) as exc:
-            detail = str(exc) or "no answer"
-            failure: type[StoreUnavailableError] = StoreUnavailableError
-            if isinstance(exc, ReplyError) and detail.startswith("OOM"):
-                # Over maxmemory under noeviction: a refused script wrote nothing.
-                failure = StoreFullError
-            elif writes and isinstance(exc, ReplyLostError):
-                failure = OutcomeUnknownError
-            raise failure(
-                f"redis store at {self._where}: {what} failed: {type(exc).__name__}: {detail}"
-            ) from exc
+            raise self._failure(exc, what, writes) from exc
 
     async def _read(self, what: str, call: Callable[[], Awaitable[_T]]) -> _T:
         """An idempotent read, retried once on a dropped connection."""
-        async with self._guard(what):
+        try:
             start = time.monotonic()
             try:
                 return await call()
@@ -355,6 +361,8 @@ class RedisStore:
                 if time.monotonic() - start > self._connect_timeout:
                     raise  # not a stale connection: Redis is down or swamped
                 return await call()
+        except (ReplyError, OSError) as exc:  # as in _guard
+            raise self._failure(exc, what, False) from exc
 
     # -- the Store protocol -------------------------------------------------
 
@@ -429,8 +437,10 @@ class RedisStore:
             deadline_ms,
         ]
         args += _event_args(events)
-        async with self._guard(f"commit to game {game_id}", writes=True):
+        try:
             reply = await self._commit_script(keys=keys, args=args)
+        except (ReplyError, OSError) as exc:  # as in _guard
+            raise self._failure(exc, f"commit to game {game_id}", True) from exc
         if reply == b"ok":
             return Commit.OK
         if reply == b"version_mismatch":
