@@ -61,9 +61,22 @@ STORE_NAME: Final = "railyard.store.name"
 SERVICE_NAME: Final = "railyard"
 
 
+#: Whether any app of this process traces (:func:`active_provider` said so):
+#: until one does, no span records, and :func:`note` looks for none (a
+#: context lookup a call, three calls a move).
+_tracing = False
+
+
+def tracing_on() -> bool:
+    """Whether any app of this process traces (spans may be recording)."""
+    return _tracing
+
+
 def note(attributes: Mapping[str, str | int]) -> None:
     """Set ``attributes`` on the current span (the call's server span), when
     one is recording: a call that is not traced pays one check."""
+    if not _tracing:
+        return
     span = trace.get_current_span()
     if span.is_recording():
         span.set_attributes(attributes)
@@ -92,10 +105,12 @@ def note_error(error: ServiceError) -> None:
 def active_provider(given: trace.TracerProvider | None) -> trace.TracerProvider | None:
     """The provider an app traces with: ``given``, else the process's when one
     was set (an SDK provider); None: tracing is off."""
-    if given is not None:
-        return given
-    current = trace.get_tracer_provider()
-    return current if isinstance(current, TracerProvider) else None
+    global _tracing
+    current = given if given is not None else trace.get_tracer_provider()
+    if given is None and not isinstance(current, TracerProvider):
+        return None
+    _tracing = True
+    return current
 
 
 # ------------------------------------------------------------------ the store
