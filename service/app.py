@@ -15,7 +15,7 @@ import json
 import logging
 import secrets
 from collections.abc import AsyncGenerator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Final
 
 import grpc
@@ -149,12 +149,15 @@ def _hash_token(token: str) -> str:
 class _Loaded:
     """A game as loaded for one request."""
 
-    __slots__ = ("game", "record", "seats")
+    __slots__ = ("deadline_ms", "game", "record", "seats")
 
     def __init__(self, record: GameRecord) -> None:
         """Raises :class:`engine.CorruptStateError` for a record this service
         did not write (GameApp._load answers it)."""
         self.record = record
+        #: The turn's deadline as the view shows it: the record's, until a
+        #: move sets the next one.
+        self.deadline_ms = record.deadline_ms
         try:
             self.seats = Seats.from_bytes(record.meta)
             self.game = engine.load_dict(orjson.loads(record.state))
@@ -238,7 +241,7 @@ class GameApp:
         #: Whose forwarding headers name the client (service.identity).
         self.proxies = TrustedProxies.parse(self.settings.trusted_proxies)
         self.bots = BotPlayer(self.settings.bot_processes, self.settings.bot_cpu_limit)
-        self.metrics = Metrics(metric_readers)
+        self.metrics = Metrics(metric_readers, traced=self.tracer_provider is not None)
         #: WatchGame streams open now, both transports (Settings.max_watchers).
         self.watching = 0
         #: The operator's API keys: with any, CreateGame needs one (service.tenants).
@@ -429,8 +432,8 @@ class GameApp:
         )
         if seats.turn_timeout:
             message.turn_timeout_seconds = seats.turn_timeout
-            if loaded.record.deadline_ms and not loaded.game.over:
-                message.turn_deadline.FromMilliseconds(loaded.record.deadline_ms)
+            if loaded.deadline_ms and not loaded.game.over:
+                message.turn_deadline.FromMilliseconds(loaded.deadline_ms)
         return message
 
     @staticmethod
@@ -442,8 +445,8 @@ class GameApp:
         )
         if seats.turn_timeout:
             json_view["turnTimeoutSeconds"] = seats.turn_timeout
-            if loaded.record.deadline_ms and not loaded.game.over:
-                json_view["turnDeadline"] = _rfc3339(loaded.record.deadline_ms)
+            if loaded.deadline_ms and not loaded.game.over:
+                json_view["turnDeadline"] = _rfc3339(loaded.deadline_ms)
         return json_view
 
     async def _play_bots(
@@ -684,6 +687,7 @@ class GameApp:
         deadline = self._deadline(game, seats)
         loaded = _Loaded.__new__(_Loaded)
         loaded.record = GameRecord(game_id, game.version, b"", b"", deadline)
+        loaded.deadline_ms = deadline
         loaded.seats = seats
         loaded.game = game
         response = pb.CreateGameResponse(
@@ -818,7 +822,7 @@ class GameApp:
             game, bot_moves = await self._play_bots(game, loaded.seats.bots, events, messages)
             loaded.game = game  # (the state a bot worker sent back, if one played)
             deadline = self._deadline(game, loaded.seats)
-            loaded.record = replace(loaded.record, deadline_ms=deadline)  # (for the answer's view)
+            loaded.deadline_ms = deadline  # (for the answer's view)
             answer = _MoveAnswer(loaded, seat, [convert.redact(m, seat) for m in messages])
             try:
                 result = await self._commit(

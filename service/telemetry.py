@@ -36,7 +36,11 @@ from typing import Final
 
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.metrics import CallbackOptions, Observation
-from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics import (
+    AlwaysOffExemplarFilter,
+    MeterProvider,
+    TraceBasedExemplarFilter,
+)
 from opentelemetry.sdk.metrics.export import MetricReader
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -114,13 +118,20 @@ class Metrics:
     """The metrics of one GameApp and its transports. ``readers``: more
     readers of the same instruments besides /metrics' (OTLP, in-memory)."""
 
-    def __init__(self, readers: Sequence[MetricReader] = ()) -> None:
+    def __init__(self, readers: Sequence[MetricReader] = (), *, traced: bool = True) -> None:
+        """``traced``: whether the app traces its calls. Without tracing no
+        span is ever current, so the SDK's default exemplar filter (a
+        measurement taken inside a sampled span) would keep none, and it
+        looks for the span at every measurement: 3.7 of a histogram
+        record's 9.7 us, measured. Off then."""
         registry = self.registry = CollectorRegistry(auto_describe=True)
         # Its own registry (the exporter's default is the process-wide one),
         # without the otel_scope_* labels: the samples keep their labels.
         prometheus = PrometheusMetricReader(scope_info_enabled=False, registry=registry)
         self.provider = MeterProvider(
-            metric_readers=[prometheus, *readers], resource=resource_from_env()
+            metric_readers=[prometheus, *readers],
+            resource=resource_from_env(),
+            exemplar_filter=TraceBasedExemplarFilter() if traced else AlwaysOffExemplarFilter(),
         )
         meter = self.provider.get_meter("railyard")
         #: The calls' counts, by (transport, name, outcome).
