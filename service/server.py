@@ -237,6 +237,9 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     # request is collected without rescanning it.
     gc.collect()
     gc.freeze()
+    # A move allocates thousands of short-lived objects: at the default 700
+    # the young generation was collected several times a move, each time
+    # rescanning the in-flight requests' live objects.
     gc.set_threshold(10_000, 10, 10)
     # Due work (games of bots only, turn timers) is the store's: every
     # replica claims from it, so this one's loop is one of many.
