@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, Final
 
 import httptools
@@ -70,6 +70,89 @@ def _refusal(error: ServiceError, *headers: bytes) -> bytes:
             body,
         ]
     )
+
+
+class CorkedTransport(asyncio.Transport):
+    """A connection's transport whose writes of one turn of the event loop
+    leave in one system call. uvicorn writes a response's head and its body
+    apart, two ``send`` calls a request where one does; on this machine a
+    send over loopback TCP cost about 8 us of CPU (the receiving side's
+    kernel work is charged to the sender), 4% of a move. What is written is
+    sent when the loop runs its next callbacks, in order with anything
+    written after; closing (or ending the sending side) sends it first."""
+
+    __slots__ = ("_loop", "_pending", "_transport")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__()
+        self._transport = transport
+        self._loop = loop
+        self._pending: list[bytes | bytearray | memoryview] = []
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if not data:
+            return
+        if not self._pending:
+            self._loop.call_soon(self.flush)
+        self._pending.append(data)
+
+    def writelines(self, list_of_data: Iterable[bytes | bytearray | memoryview]) -> None:
+        for data in list_of_data:
+            self.write(data)
+
+    def flush(self) -> None:
+        """Send what is pending now."""
+        pending = self._pending
+        if not pending:
+            return
+        self._pending = []
+        if not self._transport.is_closing():
+            self._transport.write(pending[0] if len(pending) == 1 else b"".join(pending))
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def write_eof(self) -> None:
+        self.flush()
+        self._transport.write_eof()
+
+    def abort(self) -> None:
+        self._pending = []
+        self._transport.abort()
+
+    def can_write_eof(self) -> bool:
+        return self._transport.can_write_eof()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self._transport.get_extra_info(name, default)
+
+    def get_write_buffer_size(self) -> int:
+        return self._transport.get_write_buffer_size() + sum(map(len, self._pending))
+
+    def get_write_buffer_limits(self) -> tuple[int, int]:
+        return self._transport.get_write_buffer_limits()
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        self._transport.set_write_buffer_limits(high, low)
+
+    def pause_reading(self) -> None:
+        self._transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        self._transport.resume_reading()
+
+    def is_reading(self) -> bool:
+        return self._transport.is_reading()
+
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        self._transport.set_protocol(protocol)
+
+    def get_protocol(self) -> asyncio.BaseProtocol:
+        return self._transport.get_protocol()
 
 
 class LimitedHttpToolsProtocol(HttpToolsProtocol):
@@ -157,7 +240,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             transport.close()
             self.busy_log.add(self.loop, f"from {transport.get_extra_info('peername')}")
             return
-        super().connection_made(transport)
+        super().connection_made(CorkedTransport(transport, self.loop))
         self._expect(self.header_timeout, self._head_expired)
 
     def connection_lost(self, exc: Exception | None) -> None:
