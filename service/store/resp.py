@@ -273,6 +273,10 @@ class _Connection(asyncio.Protocol):
     """One connection; replies are matched to calls in order."""
 
     def __init__(self, timeout: float) -> None:
+        # Made on the loop it serves (RespClient opens it there); kept, as
+        # asyncio.get_running_loop() checks the process id, a system call, at
+        # every call.
+        self._loop = asyncio.get_running_loop()
         self._reader = hiredis.Reader()
         self._pending: collections.deque[tuple[asyncio.Future[Any], float]] = collections.deque()
         self._timeout = timeout
@@ -316,7 +320,7 @@ class _Connection(asyncio.Protocol):
         """Write ``payload`` (``count`` encoded commands); their futures, in order."""
         if self.closed or self._transport is None or self._transport.is_closing():
             raise ConnectionError("connection to Redis is closed")
-        loop = asyncio.get_running_loop()
+        loop = self._loop
         deadline = time.monotonic() + self._timeout
         futures = [loop.create_future() for _ in range(count)]
         for future in futures:
@@ -347,7 +351,7 @@ class _Connection(asyncio.Protocol):
         if self._pending[0][1] <= time.monotonic():
             self._fail(TimeoutError(f"Redis did not answer within {self._timeout:g} s"))
             return
-        self._watchdog = asyncio.get_running_loop().call_later(self._timeout / 4, self._check)
+        self._watchdog = self._loop.call_later(self._timeout / 4, self._check)
 
     def _fail(self, exc: BaseException) -> None:
         self.closed = True
@@ -385,14 +389,9 @@ class _Node:
     def __repr__(self) -> str:
         return f"<redis node {self.address.host}:{self.address.port}>"
 
-    async def _shared_connection(self) -> _Connection:
-        """The next shared connection round-robin, (re)opened when needed;
-        calls arriving meanwhile wait for the same attempt."""
-        slot = self._next
-        self._next = (slot + 1) % len(self._shared)
-        connection = self._shared[slot]
-        if connection is not None and not connection.closed:
-            return connection
+    async def _reopen(self, slot: int) -> _Connection:
+        """Shared connection ``slot``, opened (again); calls arriving
+        meanwhile wait for the same attempt."""
         if self._closed:
             raise ConnectionError("client closed")
         pending = self._connecting[slot]
@@ -410,7 +409,13 @@ class _Node:
     async def send(self, payload: bytes, count: int) -> list[Any]:
         """``count`` encoded commands on a shared connection; every reply
         (error replies as :class:`ReplyError` objects, not raised)."""
-        connection = await self._shared_connection()
+        # The next shared connection round-robin; awaited only when it must
+        # be (re)opened (a coroutine a call costs more than the choice).
+        slot = self._next
+        self._next = (slot + 1) % len(self._shared)
+        connection = self._shared[slot]
+        if connection is None or connection.closed:
+            connection = await self._reopen(slot)
         futures = connection.send(payload, count)
         if count == 1:
             try:
@@ -633,7 +638,11 @@ class RespClient:
                 raise
             if asking:
                 replies = replies[1::2]
-            refused = next((r for r in replies if _redirection(r) is not None), None)
+            refused = None
+            for reply in replies:  # (a loop: no generator on every call's path)
+                if isinstance(reply, ReplyError) and _redirection(reply) is not None:
+                    refused = reply
+                    break
             if refused is None:
                 if self._sentinel is not None and any(_demoted(r) for r in replies):
                     self._master_known = False  # a failover made it a replica
