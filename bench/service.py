@@ -142,6 +142,38 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid`` (``serve --workers N``: its workers
+    and their bot processes)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                parent = int(f.read().rpartition(")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(parent, []).append(int(entry))
+    found: list[int] = []
+    pending = list(children.get(pid, ()))
+    while pending:
+        child = pending.pop()
+        found.append(child)
+        pending += children.get(child, ())
+    return found
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """:func:`cpu_seconds` of a process and of every process below it (a
+    process that exits meanwhile drops out: the sample is of the living)."""
+    total = cpu_seconds(pid)
+    for child in descendants(pid):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            total += cpu_seconds(child)
+    return total
+
+
 def minor_faults(pid: int) -> int:
     """Minor page faults of a process so far: memory the kernel (and, in a
     VM, the hypervisor) had to map in."""
@@ -309,8 +341,15 @@ finally:
 
 
 def start_server(
-    kind: str, procs: Processes, pin: Pinning, redis_url: str, cprofile_out: Path | None = None
+    kind: str,
+    procs: Processes,
+    pin: Pinning,
+    redis_url: str,
+    cprofile_out: Path | None = None,
+    workers: int = 1,
 ) -> Server:
+    """A fresh ``kind`` process, up; a service of ``workers`` processes
+    (``serve --workers``) when more than one."""
     grpc_port, http_port = free_port(), free_port()
     if kind == "floor":
         argv = [PYTHON, str(_HERE / "service_floor.py"), "--grpc-port", str(grpc_port)]
@@ -319,9 +358,9 @@ def start_server(
         argv = [PYTHON, "-c", _CPROFILE_LAUNCHER, str(cprofile_out), str(grpc_port)]
         argv += [str(http_port), redis_url]
     else:
-        # One worker: `serve` over Redis defaults to one per CPU, and the CPU
-        # read here is this one process's (a supervisor's would be ~0).
-        argv = [PYTHON, "-m", "service.cli", "serve", "--host", "127.0.0.1", "--workers", "1"]
+        # One worker unless asked: `serve` over Redis defaults to one per CPU.
+        argv = [PYTHON, "-m", "service.cli", "serve", "--host", "127.0.0.1"]
+        argv += ["--workers", str(workers)]
         argv += ["--grpc-port", str(grpc_port), "--http-port", str(http_port)]
         argv += ["--redis-url", redis_url, "--log-level", "warning"]
     proc = procs.start([*pin.server, *argv], stdout=subprocess.DEVNULL)
@@ -577,7 +616,9 @@ def cpu_sample(server: Server, redis_pid: int) -> Sample:
     the whole machine (busy, stolen)."""
     busy, steal = busy_seconds()
     return Sample(
-        cpu_seconds(server.pid),
+        # The whole tree: with --workers N the supervisor serves nothing and
+        # its workers everything (with one, its idle bot processes count 0).
+        tree_cpu_seconds(server.pid),
         minor_faults(server.pid),
         cpu_seconds(redis_pid),
         busy,
@@ -1262,12 +1303,14 @@ def measure_service(
     count: int,
     opts: Options,
     work: Path,
+    workers: int = 1,
 ) -> tuple[Load, list[list[Game]]]:
-    """A fresh service process with ``count`` fresh games, measured under
-    ``opts.clients`` clients and stopped; also the games, by client (seeded
-    to the floor's keys as created, for a floor to replay)."""
+    """A fresh service process (of ``workers`` processes) with ``count``
+    fresh games, measured under ``opts.clients`` clients and stopped; also
+    the games, by client (seeded to the floor's keys as created, for a floor
+    to replay)."""
     print(f"[{tag}] starting the service, creating {count} games ...", flush=True)
-    server = start_server("service", procs, pin, rds.url)
+    server = start_server("service", procs, pin, rds.url, workers=workers)
     games = setup_games(server, count, opts.players, opts.preset, opts.rounds, seed)
     seed_floor(rds.client, games)
     moves = sum(len(g.frames) for g in games)
