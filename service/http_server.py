@@ -116,7 +116,8 @@ def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _names(value: Any) -> int:
-    """How many names the objects in ``value`` (a decoded JSON value) hold."""
+    """How many names the objects in ``value`` (a decoded JSON value) hold;
+    -1 when it holds a float (orjson reads an integer past 64 bits as one)."""
     count = 0
     pending = [value]
     while pending:
@@ -126,6 +127,8 @@ def _names(value: Any) -> int:
             pending += item.values()
         elif type(item) is list:
             pending += item
+        elif type(item) is float:
+            return -1
     return count
 
 
@@ -137,10 +140,11 @@ def _decoded(raw: bytes) -> Any:
     duplicate name, so its value is taken only when its objects hold as many
     names as the body has colons: each name is followed by one colon outside
     strings, and a colon inside a string only makes the count larger, so
-    equal counts mean no name was lost. Any other body, and any body orjson
-    refuses (it is the stricter of the two: NaN, a BOM, UTF-16, lone
-    surrogates, numbers past 64 bits), is judged by json, as before: the
-    same values, the same errors."""
+    equal counts mean no name was lost. Nor is a value holding a float taken
+    (orjson reads an integer past 64 bits as a float, json as an int; no
+    field of ours is a float). Any other body, and any orjson refuses (NaN,
+    a BOM, UTF-16, lone surrogates), is judged by json, as before: the same
+    values, the same errors (tests/test_http_body.py)."""
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError:

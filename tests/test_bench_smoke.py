@@ -338,6 +338,27 @@ def boardgameio_installed() -> None:
     assert done.returncode == 0, f"npm ci in {BOARDGAMEIO}: exit {done.returncode}\n{done.stderr}"
 
 
+def test_workers_benchmark_measures_every_worker() -> None:
+    """bench/workers.py, one short pair: both runs answered moves without
+    errors, and the two workers' CPU is read from the whole process tree
+    (a supervisor alone would read about 0 and a ratio near 0)."""
+    out = run_bench(
+        "bench/workers.py",
+        *("--pairs", "1", "--seconds", "1.5", "--clients", "4", "--no-pin"),
+        verdicts=True,
+    )
+    runs = dict(
+        re.findall(r"^  (\d) workers?\s*: ([\d.]+) ms/move \(\d+ moves, .*errors 0\)$", out, re.M)
+    )
+    assert set(runs) == {"1", "2"}, out
+    assert float(runs["1"]) > 0.05, out
+    assert float(runs["2"]) > 0.05, out
+    ratio = re.search(r"^2 workers / 1 worker: median ([\d.]+)x", out, re.M)
+    assert ratio is not None, out
+    assert 0.5 < float(ratio.group(1)) < 3, out
+    assert re.search(r"^target: 2 workers <= 1.10x one worker: (PASS|FAIL)$", out, re.M), out
+
+
 def test_peers_benchmark_runs_against_boardgameio() -> None:
     """Ours over HTTP and a boardgame.io server both ways (a socket per seat,
     one per match), one short pair: every side applied moves, without errors."""
