@@ -217,7 +217,7 @@ class _MoveAnswer:
                 assert self._loaded is not None
                 self._json = {"game": GameApp._view_json(self._loaded, self._seat)}
                 if self._events:
-                    self._json["events"] = [to_dict(e) for e in self._events]
+                    self._json["events"] = list(map(convert.event_to_json, self._events))
         return self._json
 
 

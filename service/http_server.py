@@ -43,7 +43,7 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as ASGIMessage
 
-from service import docs, errors, jsonwire, openapi, telemetry, tracing, web
+from service import convert, docs, errors, jsonwire, openapi, telemetry, tracing, web
 from service.api import game_service_pb2 as pb
 from service.app import Caller, GameApp
 from service.errors import ServiceError
@@ -629,7 +629,7 @@ def _sse_frames(version: Version | None) -> str:
     if version is None:
         return ": keep-alive\n\n"
     return "".join(
-        f"id: {event.version}\ndata: {orjson.dumps(to_json(event)).decode()}\n\n"
+        f"id: {event.version}\ndata: {orjson.dumps(convert.event_to_json(event)).decode()}\n\n"
         for event in version
     )
 

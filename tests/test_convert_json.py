@@ -166,6 +166,46 @@ def test_view_to_json_equals_message_to_dict(preset: str, players: int) -> None:
     assert checked > 50
 
 
+@pytest.mark.parametrize("preset", sorted(engine.PRESETS))
+def test_event_to_json_equals_message_to_dict(preset: str) -> None:
+    """Every event of a few real games (every kind they raise: deals,
+    plays, draws, passes, markers, doubles, round and game ends), as each
+    seat and a spectator get it."""
+    kinds: set[str] = set()
+    for players in (2, 4):
+        players = players_for(preset, players)
+        game = engine.new_game(preset, players, f"events-{preset}-{players}")
+        rng = random.Random(players)
+        events = list(game.opening_events)
+        while True:
+            for event in events:
+                message = convert.event_to_proto(event, game.version)
+                for seat in (None, *range(players)):
+                    shown = convert.redact(message, seat)
+                    assert convert.event_to_json(shown) == json_format.MessageToDict(shown)
+                kinds.add(str(message.WhichOneof("kind")))
+            if game.over:
+                break
+            events = game.apply(rng.choice(game.legal_moves()), seat=game.current_seat)
+    assert {"tile_played", "turn_started", "game_ended"} <= kinds, kinds
+
+
+def test_event_to_json_writes_zeros_as_the_mapping_does() -> None:
+    """Seat 0, tile 0-0, Mexican train 0 (a oneof member: written even at 0),
+    version 0, an unset tile and reason."""
+    played = pb.GameEvent()
+    played.tile_played.seat = 0
+    played.tile_played.tile.SetInParent()
+    played.tile_played.train.mexican = 0
+    drawn = pb.GameEvent(version=3)
+    drawn.tile_drawn.SetInParent()
+    line = pb.GameEvent(version=9)
+    line.tile_played.train.line.SetInParent()
+    line.tile_played.train.end = 2
+    for message in (played, drawn, line, pb.GameEvent(), pb.GameEvent(passed=pb.Passed())):
+        assert convert.event_to_json(message) == json_format.MessageToDict(message)
+
+
 def test_http_answers_equal_the_grpc_answers_in_json() -> None:
     async def go() -> None:
         grpc_side, http_side = GameApp(MemoryStore()), GameApp(MemoryStore())
