@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run play test lint typecheck unit engine proto lock bench bench-service bench-peers clean
+.PHONY: run play test lint typecheck unit engine proto lock bench bench-service bench-workers bench-peers clean
 
 # The engine compiled in place with mypyc (scripts/build-engine; pure Python
 # when no C compiler is there), rebuilt whenever an engine source changes.
@@ -83,6 +83,12 @@ bench-service: $(ENGINE_BUILT)
 	./scripts/install-redis
 	./scripts/install-wrk
 	$(BIN)/python bench/service.py
+
+## bench-workers: serve --workers 2 against one worker, server CPU per move side by side
+bench-workers: $(ENGINE_BUILT)
+	./scripts/install-redis
+	./scripts/install-wrk
+	$(BIN)/python bench/workers.py
 
 ## bench-peers: our service against boardgame.io (npm); our engine against the TS engine (PEER_ENGINE_DIR)
 # Both parts run (the TS engine's only with PEER_ENGINE_DIR, a checkout: it is
