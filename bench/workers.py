@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=2, help="workers against one (2)")
     parser.add_argument("--pairs", type=int, default=5, help="interleaved pairs (5)")
-    parser.add_argument("--seconds", type=float, default=10, help="per measurement (10)")
+    parser.add_argument("--seconds", type=int, default=10, help="per measurement (whole: wrk's)")
     parser.add_argument("--clients", type=int, default=50, help="concurrent clients (50)")
     parser.add_argument("--no-pin", action="store_true", help="no taskset CPU pinning")
     args = parser.parse_args(argv)

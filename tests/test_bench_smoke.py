@@ -344,7 +344,7 @@ def test_workers_benchmark_measures_every_worker() -> None:
     (a supervisor alone would read about 0 and a ratio near 0)."""
     out = run_bench(
         "bench/workers.py",
-        *("--pairs", "1", "--seconds", "1.5", "--clients", "4", "--no-pin"),
+        *("--pairs", "1", "--seconds", "2", "--clients", "4", "--no-pin"),
         verdicts=True,
     )
     runs = dict(
