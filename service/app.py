@@ -8,6 +8,7 @@ wire into these calls and :class:`~service.errors.ServiceError` back out.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
 import hmac
@@ -166,6 +167,9 @@ class _Loaded:
                 raise
             raise engine.CorruptStateError(f"{type(exc).__name__}: {exc}") from exc
 
+
+#: Bot decisions or moves handled between two turns of the event loop.
+_SLICE: Final = 200
 
 #: Marks a remembered ApplyMove answer that starts with its request's
 #: fingerprint (32 bytes). A serialized ApplyMoveResponse never starts with a
@@ -486,13 +490,20 @@ class GameApp:
                 field="players",
                 limit=f"{exc.limit:g}",
             ) from exc
-        for level, seconds in turns.decisions:
+        # A big game of bots hands back thousands of decisions and moves:
+        # taken in slices, the loop serving other calls between them (one
+        # game's 2,000 duration records alone held it for tens of ms).
+        for n, (level, seconds) in enumerate(turns.decisions, 1):
             self.metrics.bot_decision(level, seconds)
-        for move in turns.moves:
+            if n % _SLICE == 0:
+                await asyncio.sleep(0)
+        for n, move in enumerate(turns.moves, 1):
             seq = _next_seq(out, move.version)
             out += [StoredEvent(move.version, seq + i, p) for i, p in enumerate(move.payloads, 1)]
             if messages is not None:
                 messages += move.events()
+            if n % _SLICE == 0:
+                await asyncio.sleep(0)
         return game, len(turns.moves)
 
     def _plays_in_background(self, seats: Seats) -> bool:
