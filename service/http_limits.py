@@ -24,7 +24,9 @@ the answer before the client reads it.
 
 Once a head is complete, bodies and responses pass as uvicorn handles them:
 the work added is a few attribute checks per read and per request (one
-timer per connection serves all its deadlines).
+timer per connection serves all its deadlines). One thing more: the
+connection's writes go through :class:`CorkedTransport`, so that a
+response's head and body leave in one system call.
 """
 
 from __future__ import annotations
