@@ -3,8 +3,8 @@
     .venv/bin/python bench/service_floor.py --grpc-port P --http-port Q --redis-url URL
 
 One process, exactly as ``railyard serve`` runs (``asyncio.run`` with the
-default event loop; the service's own gRPC server, grpc's threaded server
-handing each call to that loop, with the service's default options; uvicorn
+default event loop; the service's own gRPC server (service.grpc_server over
+service.http2, on that loop) with the service's default limits; uvicorn
 serving a FastAPI app inside the same loop), whose ApplyMove does only the
 Redis round trips a real apply-move does, through the service's own
 :class:`~service.store.redis.RedisStore` (same pool, same scripts): one
@@ -48,8 +48,7 @@ from fastapi import FastAPI, Request  # noqa: E402
 from fastapi.responses import JSONResponse, Response  # noqa: E402
 
 from service.api import game_service_pb2 as pb  # noqa: E402
-from service.api import game_service_pb2_grpc as pb_grpc  # noqa: E402
-from service.grpc_server import GrpcServer, add_servicer  # noqa: E402
+from service.grpc_server import CallContext, GrpcServer, add_servicer  # noqa: E402
 from service.http_server import DirectRoute, json_response, scope_header  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from service.store import Commit, StoredEvent  # noqa: E402
@@ -93,14 +92,14 @@ class Floor:
         return version if result is Commit.OK else -1
 
 
-class FloorServicer(pb_grpc.GameServiceServicer):
+class FloorServicer:
     def __init__(self, floor: Floor) -> None:
         self.floor = floor
 
     async def ApplyMove(  # noqa: N802 (gRPC method names)
-        self, request: pb.ApplyMoveRequest, context: grpc.ServicerContext
+        self, request: pb.ApplyMoveRequest, context: CallContext
     ) -> pb.ApplyMoveResponse:
-        _token = dict(context.invocation_metadata() or ()).get("authorization")
+        _token = dict(context.invocation_metadata()).get("authorization")
         version = await self.floor.apply(request.game_id)
         if version < 0:
             context.abort(grpc.StatusCode.ABORTED, "floor: lost the race or no game")
@@ -148,7 +147,7 @@ async def serve(host: str, grpc_port: int, http_port: int, redis_url: str) -> No
     floor = Floor(store)
     # The server and options of service.grpc_server.create_grpc_server.
     server = GrpcServer(Settings())
-    servicer = FloorServicer(floor)  # type: ignore[abstract]  # only ApplyMove is served
+    servicer = FloorServicer(floor)  # only ApplyMove is served
     add_servicer(server, servicer, pb.DESCRIPTOR.services_by_name["GameService"])
     server.bind(host, grpc_port)
     # The uvicorn options of service.server.serve.

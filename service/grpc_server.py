@@ -2,46 +2,59 @@
 service (SERVING only while the store answers) and server reflection on the
 same port. Handlers only translate; GameApp decides.
 
-grpc's threaded server (``grpc.server``), not grpc.aio's: each call arrives
-on a thread of its pool, and its handler, a coroutine, runs on the event
-loop that serves the store and HTTP (:class:`LoopCalls`) while the thread
-waits. Measured under bench/service.py's load (50 clients, whole games), it
-cost 0.2 ms less server CPU a move than grpc.aio, where every call takes
-four completion-queue events, each handed by a poller thread to the loop
-over a socket, three tasks and two ``asyncio.wait`` (README: "Where a gRPC
-call's server CPU goes"). The price is a thread per call in flight, and a
-thread per open stream for its whole life (:func:`call_threads`)."""
+Served by our own gRPC over :mod:`service.http2`, on the event loop that
+serves the store and HTTP: each call is a task there, nothing crosses a
+thread. grpc's own servers cost about 0.2 ms of CPU a call more
+(``bench/grpc_transports.py``; README "gRPC served on the event loop"): the
+threaded one hands every call to the loop and back, grpc.aio hands each of a
+call's four completion-queue events from a poller thread to the loop. What a
+call is given is the part of ``grpc.ServicerContext`` the servicers use
+(:class:`CallContext`); statuses are grpc's codes (``grpc.StatusCode``), the
+error details google.rpc.Status in ``grpc-status-details-bin`` as grpc-status
+sends them, so every gRPC client reads them as from a grpc server.
+
+What the gRPC protocol asks of a server (PROTOCOL-HTTP2.md in grpc's
+repository) and how it is met here:
+
+* ``grpc-timeout``: the call is cancelled at its deadline, DEADLINE_EXCEEDED;
+* ``grpc-encoding`` gzip or deflate (a compressed request), identity answers;
+  any other: UNIMPLEMENTED with ``grpc-accept-encoding``;
+* a request past ``max_body_bytes`` (compressed or not): RESOURCE_EXHAUSTED;
+  metadata past ``max_header_bytes``: RESOURCE_EXHAUSTED;
+* a method not served: UNIMPLEMENTED; a content-type not ``application/grpc``:
+  HTTP 415; a unary call with no message or two: INTERNAL;
+* the client resets the stream, or its connection goes: the call's task is
+  cancelled (a WatchGame's generator closed on the loop);
+* ``stop(grace)``: GOAWAY to every connection, the calls in flight finish for
+  ``grace`` seconds, then are cancelled.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import base64
 import inspect
 import logging
+import struct
 import time
-from collections.abc import (
-    AsyncGenerator,
-    AsyncIterator,
-    Awaitable,
-    Callable,
-    Coroutine,
-    Iterator,
-    Sequence,
-)
+import zlib
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Final, NoReturn, TypeVar
+from urllib.parse import quote
 
 import grpc
 from google.protobuf import any_pb2, message_factory
 from google.protobuf.descriptor import ServiceDescriptor
 from google.protobuf.message import DecodeError, Message
 from google.rpc import error_details_pb2, status_pb2
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2
 from grpc_status import rpc_status
-from opentelemetry.instrumentation.grpc import server_interceptor
+from opentelemetry import propagate, trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from service import errors, reflection, tracing
+from service import errors, http2, reflection, tracing
 from service.api import game_service_pb2 as pb
-from service.api import game_service_pb2_grpc as pb_grpc
 from service.app import Caller, GameApp
 from service.errors import DOMAIN, ServiceError
 from service.identity import TrustedProxies, api_key_of, grpc_peer_host, seat_token
@@ -53,6 +66,9 @@ T = TypeVar("T")
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["GameService"].full_name
 
+#: Metadata values as grpc gives them: text, or bytes for a ``-bin`` key.
+Metadata = tuple[tuple[str, str | bytes], ...]
+
 
 def to_status(error: ServiceError) -> grpc.Status:
     """A ServiceError as a grpc Status with a google.rpc.Status + ErrorInfo detail."""
@@ -63,18 +79,79 @@ def to_status(error: ServiceError) -> grpc.Status:
     return rpc_status.to_status(status)
 
 
-def _abort(context: grpc.ServicerContext, error: ServiceError) -> NoReturn:
-    """End the call with ``error``. The threaded server's ``abort`` only
-    records the status and raises, so it is called on the loop too: grpc
-    sends the status when the exception reaches the call's thread. The
-    details go as trailing metadata first (the tracing interceptor's context
-    records the code from ``abort``, not from ``abort_with_status``)."""
+class Abort(Exception):  # noqa: N818 (grpc's word for ending a call with a status)
+    """Ends a call with ``code`` and ``details`` (:meth:`CallContext.abort`)."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(details)
+        self.code = code
+        self.details = details
+
+
+#: Request headers that are the protocol's, not the caller's metadata.
+_RESERVED: Final = frozenset(
+    (b"content-type", b"te", b"grpc-timeout", b"grpc-encoding", b"grpc-accept-encoding")
+)
+
+
+class CallContext:
+    """What a handler knows of its call, and how it ends it: the part of
+    ``grpc.ServicerContext`` the servicers use, with grpc's meanings."""
+
+    __slots__ = ("_headers", "_metadata", "_peer", "deadline", "trailing")
+
+    def __init__(self, headers: list[tuple[bytes, bytes]], peer: str, deadline: float | None):
+        self._headers = headers
+        self._metadata: Metadata | None = None
+        self._peer = peer
+        #: When the call's deadline passes (the loop's clock), if it has one.
+        self.deadline = deadline
+        self.trailing: Metadata = ()
+
+    def invocation_metadata(self) -> Metadata:
+        """The caller's metadata, keys in lower case, in order; a ``-bin``
+        value decoded from base64 to bytes (one that does not decode is left out)."""
+        if self._metadata is None:
+            found: list[tuple[str, str | bytes]] = []
+            for name, value in self._headers:
+                if name[:1] == b":" or name in _RESERVED:
+                    continue
+                key = name.decode("latin-1")
+                if key.endswith("-bin"):
+                    try:
+                        found.append((key, base64.b64decode(value + b"==")))
+                    except ValueError:
+                        continue
+                else:
+                    found.append((key, value.decode("latin-1")))
+            self._metadata = tuple(found)
+        return self._metadata
+
+    def peer(self) -> str:
+        """The client's address as grpc writes it (``ipv4:1.2.3.4:5678``)."""
+        return self._peer
+
+    def time_remaining(self) -> float | None:
+        if self.deadline is None:
+            return None
+        return max(0.0, self.deadline - asyncio.get_running_loop().time())
+
+    def set_trailing_metadata(self, metadata: Metadata) -> None:
+        self.trailing = tuple(metadata)
+
+    def abort(self, code: grpc.StatusCode, details: str) -> NoReturn:
+        raise Abort(code, details)
+
+
+def _abort(context: CallContext, error: ServiceError) -> NoReturn:
+    """End the call with ``error``: its status, with the google.rpc.Status
+    (ErrorInfo and all) in ``grpc-status-details-bin``."""
     status = to_status(error)
     context.set_trailing_metadata(status.trailing_metadata)
     context.abort(status.code, status.details)
 
 
-def _caller(context: grpc.ServicerContext, proxies: TrustedProxies) -> Caller:
+def _caller(context: CallContext, proxies: TrustedProxies) -> Caller:
     """The bearer token (:func:`~service.identity.seat_token`: a malformed
     header raises UNAUTHENTICATED) and the client's address: the peer's host
     (every connection has its own port), through trusted proxies only."""
@@ -82,7 +159,7 @@ def _caller(context: grpc.ServicerContext, proxies: TrustedProxies) -> Caller:
     api_keys: list[str] = []
     forwarded: str | None = None
     forwarded_for: str | None = None
-    for key, value in context.invocation_metadata() or ():
+    for key, value in context.invocation_metadata():
         if not isinstance(value, str):
             continue
         if key == "authorization":
@@ -93,17 +170,83 @@ def _caller(context: grpc.ServicerContext, proxies: TrustedProxies) -> Caller:
             forwarded = value
         elif key == "x-forwarded-for":
             forwarded_for = value
-    address = grpc_peer_host(context.peer() or "")
+    address = grpc_peer_host(context.peer())
     if proxies.networks:
         address = proxies.client(address, forwarded=forwarded, forwarded_for=forwarded_for)
     return Caller(token=seat_token(authorization), address=address, api_key=api_key_of(api_keys))
 
 
+# ------------------------------------------------------------------ the wire
+
+_HEAD: Final = (
+    b"\x88"  # :status 200, static table entry 8
+    + http2.literal(b"content-type", b"application/grpc")
+    + http2.literal(b"grpc-accept-encoding", b"identity,deflate,gzip")
+)
+_OK: Final = http2.literal(b"grpc-status", b"0")
+_PREFIX: Final = struct.Struct(">BI")
+
+#: grpc-timeout's units in seconds.
+_UNITS: Final = {b"H": 3600.0, b"M": 60.0, b"S": 1.0, b"m": 1e-3, b"u": 1e-6, b"n": 1e-9}
+
+
+def _timeout(value: bytes) -> float | None:
+    """``grpc-timeout`` in seconds (None: not a timeout).
+
+    >>> _timeout(b"10S"), _timeout(b"250m"), _timeout(b"x"), _timeout(b"123456789S")
+    (10.0, 0.25, None, None)
+    """
+    unit = _UNITS.get(value[-1:])
+    digits = value[:-1]
+    if unit is None or not digits.isdigit() or len(digits) > 8:
+        return None
+    return int(digits) * unit
+
+
+def _message_text(details: str) -> bytes:
+    """``grpc-message``: percent-encoded UTF-8 (printable ASCII but % as is).
+
+    >>> _message_text("no game 'x' (100%)")
+    b"no game 'x' (100%25)"
+    """
+    return quote(details, safe=" !\"#$&'()*+,-./:;<=>?@[\\]^_`{|}~").encode("ascii")
+
+
+def _metadata_block(metadata: Metadata) -> bytes:
+    out = []
+    for key, value in metadata:
+        if key.endswith("-bin"):
+            raw = value if isinstance(value, bytes) else value.encode()
+            out.append(http2.literal(key.encode(), base64.b64encode(raw).rstrip(b"=")))
+        else:
+            out.append(http2.literal(key.encode(), str(value).encode("latin-1")))
+    return b"".join(out)
+
+
+def _status_block(code: grpc.StatusCode, details: str, trailing: Metadata) -> bytes:
+    block = http2.literal(b"grpc-status", str(code.value[0]).encode())
+    if details:
+        block += http2.literal(b"grpc-message", _message_text(details))
+    return block + _metadata_block(trailing)
+
+
+def _framed(payload: bytes) -> bytes:
+    return _PREFIX.pack(0, len(payload)) + payload
+
+
+class _RefusedError(Exception):
+    """A request the wire refuses before any handler: its status."""
+
+    def __init__(self, code: grpc.StatusCode, details: str, extra: bytes = b"") -> None:
+        super().__init__(details)
+        self.code = code
+        self.details = details
+        self.extra = extra
+
+
 class _Undecodable:
-    """A request whose bytes did not decode (:func:`_decoder`). grpc lets a
-    deserializer only return or raise, and what it raises becomes UNKNOWN
-    with a traceback in the log; so it returns this, and the handler
-    (:func:`_refusing`) answers with the error."""
+    """A request whose bytes did not decode (:func:`_decoder`): the handler
+    (:func:`_serving`) answers with the error, counted as the method's."""
 
     __slots__ = ("error",)
 
@@ -130,183 +273,502 @@ def _decoder(message_class: type[Message]) -> Callable[[bytes], Message | _Undec
 #: Counts a call by method and code (GameApp.metrics.grpc_call's shape).
 _Count = Callable[[str, str, float], None]
 
-#: The pool's threads beyond the watches' (:func:`call_threads`): with every
-#: watch open, calls past these wait for one. bench/service.py's 50 clients
-#: keep about 50 busy; the loop is the limit long before (a pool of 16
-#: measured no cheaper).
-UNARY_THREADS: Final = 64
+#: Streams one connection may hold open beyond the watches
+#: (:func:`call_streams`).
+UNARY_STREAMS: Final = 64
+
+# How a method's messages go.
+UNARY: Final = 0
+SERVER_STREAMING: Final = 1
+BIDI_STREAMING: Final = 2
+
+#: Codes that are the server's failure, not the caller's (OpenTelemetry's
+#: conventions for gRPC servers): the span's status is ERROR.
+_SERVER_FAILURES: Final = frozenset(
+    (
+        grpc.StatusCode.UNKNOWN,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.UNIMPLEMENTED,
+        grpc.StatusCode.INTERNAL,
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DATA_LOSS,
+    )
+)
 
 
-def call_threads(settings: Settings) -> int:
-    """The pool's size: every WatchGame the app lets open (each holds its
-    thread while open; the one past ``max_watchers`` is refused at once) and
-    :data:`UNARY_THREADS` besides, which health watches and reflection
-    streams share with the unary calls. Threads start as calls need them."""
-    return settings.max_watchers + UNARY_THREADS
+def call_streams(settings: Settings) -> int:
+    """Streams one connection may open at once (SETTINGS_MAX_CONCURRENT_STREAMS):
+    every WatchGame the app lets open (the one past ``max_watchers`` is
+    refused by the app) and :data:`UNARY_STREAMS` besides."""
+    return settings.max_watchers + UNARY_STREAMS
 
 
-class _Running:
-    """A call's coroutine on the loop, cancelled when the call ends first:
-    the client went away, its deadline passed, the server stopped. grpc runs
-    the callback on its own thread, so either it sees the future or the
-    call's thread sees ``ended``."""
+@dataclass(frozen=True, slots=True)
+class Method:
+    """A method served: its path (``/package.Service/Method``), how its
+    messages go, its handler (a coroutine function for a unary answer, an
+    async generator function for a stream; for BIDI_STREAMING it takes an
+    async iterator of requests), and its messages' codecs."""
 
-    __slots__ = ("ended", "future")
+    path: str
+    kind: int
+    behavior: Callable[..., Any]
+    decode: Callable[[bytes], Any]
+    encode: Callable[[Any], bytes]
 
-    def __init__(self, context: grpc.ServicerContext) -> None:
-        self.future: concurrent.futures.Future[Any] | None = None
-        self.ended = not context.add_callback(self.end)
+    @property
+    def service(self) -> str:
+        return self.path[1:].rpartition("/")[0]
 
-    def end(self) -> None:
-        self.ended = True
-        if self.future is not None:
-            self.future.cancel()
+    @property
+    def name(self) -> str:
+        return self.path.rpartition("/")[2]
 
 
-class LoopCalls:
-    """Runs a call's coroutine on the event loop of the store, from the grpc
-    thread the call arrived on, which waits for its answer. The context
-    (contextvars) of the thread goes with it: the tracing interceptor's span
-    is current in the handler."""
+class _Call:
+    """One call on a stream: its method, context, deadline and task."""
 
-    def __init__(self) -> None:
-        #: The loop the server started on (:meth:`GrpcServer.start`).
-        self.loop: asyncio.AbstractEventLoop | None = None
+    __slots__ = (
+        "code",
+        "context",
+        "encoding",
+        "expired",
+        "method",
+        "queue",
+        "stream",
+        "task",
+        "timer",
+    )
 
-    def call(self, context: grpc.ServicerContext, work: Coroutine[Any, Any, T]) -> T:
-        """``work``'s answer (its exception raised here: grpc answers it)."""
-        running = _Running(context)
-        if running.ended:
-            work.close()
-            context.abort(grpc.StatusCode.CANCELLED, "the call ended")
-        return self._run(context, running, work)
+    def __init__(self, method: Method, stream: http2.Stream, context: CallContext) -> None:
+        self.method = method
+        self.stream = stream
+        self.context = context
+        self.encoding: bytes | None = None
+        self.timer: asyncio.TimerHandle | None = None
+        self.task: asyncio.Task[None] | None = None
+        #: The deadline passed (the task was cancelled for it).
+        self.expired = False
+        #: The status the call ended with (tracing).
+        self.code = grpc.StatusCode.OK
+        #: BIDI_STREAMING: the requests as they arrive, then _END.
+        self.queue: asyncio.Queue[Any] | None = None
 
-    def _run(
-        self, context: grpc.ServicerContext, running: _Running, work: Coroutine[Any, Any, T]
-    ) -> T:
-        assert self.loop is not None, "the server has not started"
-        future = asyncio.run_coroutine_threadsafe(work, self.loop)
-        running.future = future
-        if running.ended:
-            future.cancel()
+
+_END: Final = object()
+
+
+class _Calls:
+    """The gRPC calls of one HTTP/2 connection (an :class:`http2.Handler`)."""
+
+    __slots__ = ("connection", "server")
+
+    def __init__(self, server: GrpcServer, connection: http2.Connection) -> None:
+        self.server = server
+        self.connection = connection
+
+    # ------------------------------------------------ http2.Handler
+
+    def request(self, stream: http2.Stream) -> None:
         try:
-            return future.result()
-        except concurrent.futures.CancelledError:
-            # The call is over (nothing reaches the client); the abort keeps
-            # grpc from logging the exception as the handler's.
-            context.abort(grpc.StatusCode.CANCELLED, "the call ended")
+            call = self._open(stream)
+        except _RefusedError as refused:
+            self._refuse(stream, refused)
+            return
+        stream.call = call
+        if call.method.kind == BIDI_STREAMING:
+            call.queue = asyncio.Queue()
+            self._start(call, self._bidi(call))
 
-    def stream(
-        self, context: grpc.ServicerContext, responses: AsyncGenerator[T, None]
-    ) -> Iterator[T]:
-        """``responses``' items, each awaited on the loop when grpc asks for
-        the next: the generator runs no further ahead than the client reads."""
-        running = _Running(context)
-        idle = False  # suspended at a yield, no step of it on the loop
+    def data(self, stream: http2.Stream) -> None:
+        call = stream.call
+        if not isinstance(call, _Call) or (call.task is not None and call.queue is None):
+            return  # answered, refused, or its one message is in
         try:
-            while True:
-                item = self._run(context, running, _next(responses))
-                if isinstance(item, _Done):
-                    return
-                idle = True
-                yield item
-                if running.ended:
-                    context.abort(grpc.StatusCode.CANCELLED, "the call ended")
-                idle = False
+            if call.queue is not None:
+                self._stream_in(call)
+                return
+            body = stream.body
+            if len(body) < 5:
+                if stream.remote_closed:
+                    raise _RefusedError(grpc.StatusCode.INTERNAL, "the call has no request message")
+                return
+            size = int.from_bytes(body[1:5], "big")
+            if size > self.server.max_message:
+                raise _RefusedError(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f"Received message larger than max ({size} vs. {self.server.max_message})",
+                )
+            if len(body) > 5 + size:
+                raise _RefusedError(
+                    grpc.StatusCode.INTERNAL, "a unary request takes one message, not more"
+                )
+            if not stream.remote_closed:
+                return
+            if len(body) < 5 + size:
+                raise _RefusedError(grpc.StatusCode.INTERNAL, "the request message is cut short")
+            payload = self._payload(call, body[0], bytes(body[5:]))
+        except _RefusedError as refused:
+            self._refuse(stream, refused)
+            return
+        del body[:]
+        self.connection.release(stream)
+        if call.method.kind == UNARY:
+            self._start(call, self._unary(call, payload))
+        else:
+            self._start(call, self._server_streaming(call, payload))
+
+    def reset(self, stream: http2.Stream) -> None:
+        call = stream.call
+        if isinstance(call, _Call) and call.task is not None:
+            call.task.cancel()
+
+    # ------------------------------------------------ requests
+
+    def _open(self, stream: http2.Stream) -> _Call:
+        path = verb = content_type = timeout = encoding = None
+        for name, value in stream.headers:
+            if name == b":path":
+                path = value
+            elif name == b":method":
+                verb = value
+            elif name == b"content-type":
+                content_type = value
+            elif name == b"grpc-timeout":
+                timeout = value
+            elif name == b"grpc-encoding":
+                encoding = value
+        if verb != b"POST" or content_type is None or not _is_grpc(content_type):
+            raise _RefusedError(grpc.StatusCode.UNKNOWN, "", b"415")
+        server = self.server
+        if http2.header_list_size(stream.headers) > server.settings.max_header_bytes:
+            raise _RefusedError(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"the metadata is over {server.settings.max_header_bytes} bytes",
+            )
+        method = server.methods.get(path or b"")
+        if method is None:
+            raise _RefusedError(grpc.StatusCode.UNIMPLEMENTED, "Method not found!")
+        if encoding not in (None, b"identity", b"gzip", b"deflate"):
+            raise _RefusedError(
+                grpc.StatusCode.UNIMPLEMENTED,
+                f"the message encoding {encoding!r} is not supported (identity, deflate, gzip)",
+            )
+        deadline = None
+        loop = asyncio.get_running_loop()
+        if timeout is not None:
+            seconds = _timeout(timeout)
+            if seconds is None:
+                raise _RefusedError(
+                    grpc.StatusCode.INTERNAL, f"a malformed grpc-timeout {timeout!r}"
+                )
+            deadline = loop.time() + seconds
+        call = _Call(method, stream, CallContext(stream.headers, self.connection.peer, deadline))
+        call.encoding = encoding
+        if deadline is not None:
+            call.timer = loop.call_at(deadline, _expire, call)
+        return call
+
+    def _payload(self, call: _Call, flag: int, payload: bytes) -> bytes:
+        """A message's bytes, decompressed when its flag says so."""
+        if not flag:
+            return payload
+        if flag != 1 or call.encoding in (None, b"identity"):
+            raise _RefusedError(
+                grpc.StatusCode.INTERNAL,
+                "a compressed message without a grpc-encoding to decompress it",
+            )
+        limit = self.server.max_message
+        inflate = zlib.decompressobj(31 if call.encoding == b"gzip" else 15)
+        try:
+            raw = inflate.decompress(payload, limit + 1)
+        except zlib.error as exc:
+            raise _RefusedError(
+                grpc.StatusCode.INTERNAL, f"the message does not decompress: {exc}"
+            ) from exc
+        if len(raw) > limit:
+            raise _RefusedError(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"Received message larger than max (decompressed past {limit})",
+            )
+        return raw
+
+    def _stream_in(self, call: _Call) -> None:
+        """Each whole message of a streaming request to its queue."""
+        body = call.stream.body
+        queue = call.queue
+        assert queue is not None
+        while len(body) >= 5:
+            size = int.from_bytes(body[1:5], "big")
+            if size > self.server.max_message:
+                queue.put_nowait(
+                    Abort(
+                        grpc.StatusCode.RESOURCE_EXHAUSTED,
+                        f"Received message larger than max ({size} vs. {self.server.max_message})",
+                    )
+                )
+                del body[:]
+                self.connection.release(call.stream)
+                return
+            if len(body) < 5 + size:
+                break
+            try:
+                payload = self._payload(call, body[0], bytes(body[5 : 5 + size]))
+                queue.put_nowait(call.method.decode(payload))
+            except _RefusedError as refused:
+                queue.put_nowait(Abort(refused.code, refused.details))
+            except DecodeError as exc:
+                queue.put_nowait(
+                    Abort(grpc.StatusCode.INTERNAL, f"the request does not decode: {exc}")
+                )
+            del body[: 5 + size]
+            self.connection.release(call.stream, 5 + size)
+        if call.stream.remote_closed:
+            queue.put_nowait(_END)
+
+    # ------------------------------------------------ answers
+
+    def _refuse(self, stream: http2.Stream, refused: _RefusedError) -> None:
+        """A trailers-only answer (or HTTP 415) before any handler ran."""
+        call = stream.call
+        if isinstance(call, _Call) and call.timer is not None:
+            call.timer.cancel()
+        if refused.extra == b"415":
+            block = http2.literal(b":status", b"415") + http2.literal(
+                b"content-type", b"text/plain"
+            )
+        else:
+            block = _HEAD + _status_block(refused.code, refused.details, ())
+        stream.call = None
+        self.connection.send_trailers(stream, block)
+
+    def _start(self, call: _Call, work: Awaitable[None]) -> None:
+        server = self.server
+        coroutine = work if server.tracer is None else server.traced(call, work)
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coroutine)  # type: ignore[arg-type]
+        call.task = task
+        server.tasks.add(task)
+        task.add_done_callback(server.tasks.discard)
+
+    def _end(self, call: _Call, code: grpc.StatusCode, details: str, trailing: Metadata) -> None:
+        call.code = code
+        stream = call.stream
+        block = _status_block(code, details, trailing)
+        if not stream.sending:
+            block = _HEAD + block
+        self.connection.send_trailers(stream, block)
+
+    def _failed(self, call: _Call, error: BaseException) -> None:
+        """The handler ended by ``error`` (its status), or was cancelled."""
+        if isinstance(error, Abort):
+            self._end(call, error.code, error.details, call.context.trailing)
+        elif isinstance(error, asyncio.CancelledError):
+            if call.expired:
+                self._end(call, grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded", ())
+            else:  # the client went, or the server stops
+                call.code = grpc.StatusCode.CANCELLED
+                self.connection.reset(call.stream)
+        else:
+            log.error("gRPC %s failed", call.method.path, exc_info=error)
+            self._end(call, grpc.StatusCode.UNKNOWN, "Exception calling application", ())
+
+    async def _unary(self, call: _Call, payload: bytes) -> None:
+        method = call.method
+        context = call.context
+        try:
+            response = await method.behavior(method.decode(payload), context)
+            data = _framed(method.encode(response))
+        except BaseException as error:
+            self._failed(call, error)
+            return
         finally:
-            # Left between two items (the call ended, or grpc dropped this
-            # generator): closed on the loop, where its finally ends the
-            # watch; not waited for, as grpc may drop it on any thread, the
-            # loop's included. A step cancelled on the loop ends it there.
-            if idle and self.loop is not None and not self.loop.is_closed():
-                asyncio.run_coroutine_threadsafe(_close(responses), self.loop)
+            if call.timer is not None:
+                call.timer.cancel()
+        trailers = _OK + _metadata_block(context.trailing) if context.trailing else _OK
+        stream = call.stream
+        connection = self.connection
+        if not connection.try_respond(stream, _HEAD, data, trailers):
+            connection.send_headers(stream, _HEAD)
+            try:
+                await connection.send_data(stream, data)
+            except asyncio.CancelledError:
+                connection.reset(stream)
+                return
+            connection.send_trailers(stream, trailers)
+
+    async def _server_streaming(self, call: _Call, payload: bytes) -> None:
+        method = call.method
+        await self._stream_out(call, method.behavior(method.decode(payload), call.context))
+
+    async def _bidi(self, call: _Call) -> None:
+        await self._stream_out(call, call.method.behavior(_requests(call), call.context))
+
+    async def _stream_out(self, call: _Call, responses: AsyncIterator[Any]) -> None:
+        """Each item of ``responses`` as a message, as the peer's window
+        lets it go; then the status."""
+        stream = call.stream
+        connection = self.connection
+        encode = call.method.encode
+        try:
+            async for item in responses:
+                if not stream.sending:
+                    connection.send_headers(stream, _HEAD)
+                await connection.send_data(stream, _framed(encode(item)))
+                if stream.closed:
+                    return
+        except BaseException as error:
+            self._failed(call, error)
+            return
+        finally:
+            if call.timer is not None:
+                call.timer.cancel()
+            aclose = getattr(responses, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        self._end(call, grpc.StatusCode.OK, "", call.context.trailing)
 
 
-class _Done:
-    """The end of a stream (:func:`_next`)."""
+def _is_grpc(content_type: bytes) -> bool:
+    return content_type == b"application/grpc" or content_type.startswith(
+        (b"application/grpc+", b"application/grpc;")
+    )
 
 
-_DONE: Final = _Done()
+def _expire(call: _Call) -> None:
+    call.timer = None
+    if call.task is not None and not call.task.done():
+        call.expired = True
+        call.task.cancel()
+    elif call.task is None and not call.stream.closed:
+        # The request is still arriving at its deadline.
+        call.expired = True
+        call.stream.call = None
+        block = _HEAD + _status_block(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded", ())
+        call.stream.connection.send_trailers(call.stream, block)
 
 
-# Coroutines: run_coroutine_threadsafe takes no other awaitable.
-async def _next(responses: AsyncGenerator[T, None]) -> T | _Done:
-    try:
-        return await anext(responses)
-    except StopAsyncIteration:
-        return _DONE
-
-
-async def _close(responses: AsyncGenerator[Any, None]) -> None:
-    await responses.aclose()
+async def _requests(call: _Call) -> AsyncIterator[Any]:
+    """A streaming request's messages as they arrive."""
+    queue = call.queue
+    assert queue is not None
+    while True:
+        item = await queue.get()
+        if item is _END:
+            return
+        if isinstance(item, Abort):
+            raise item
+        yield item
 
 
 class GrpcServer:
-    """grpc's threaded server with ``settings``' channel arguments, whose
-    handlers (:func:`add_servicer`) run on the loop it starts on; started
-    and stopped from that loop, as grpc.aio's server is."""
+    """gRPC on one port (:meth:`bind`), its calls run on the loop it starts
+    on; the limits are ``settings``' (each seen to take effect by
+    tests/test_limits_server.py)."""
 
     def __init__(
-        self, settings: Settings, interceptors: Sequence[grpc.ServerInterceptor[Any, Any]] = ()
+        self, settings: Settings, tracer_provider: trace.TracerProvider | None = None
     ) -> None:
-        self._pool = concurrent.futures.ThreadPoolExecutor(
-            call_threads(settings), thread_name_prefix="grpc-call"
+        self.settings = settings
+        self.methods: dict[bytes, Method] = {}
+        #: A request message's largest size, compressed or not.
+        self.max_message = settings.max_body_bytes
+        self.limits = http2.Limits(
+            max_connections=settings.grpc_max_connections,
+            max_streams=call_streams(settings),
+            max_header_list=settings.max_header_bytes,
+            window=max(1 << 20, settings.max_body_bytes + 5),
+            handshake_timeout=settings.header_timeout,
+            idle_timeout=settings.grpc_idle_timeout,
         )
-        self.server = grpc.server(
-            self._pool, interceptors=list(interceptors), options=grpc_options(settings)
+        self.wire = http2.Server(self.limits, lambda connection: _Calls(self, connection))
+        self.tracer = (
+            tracer_provider.get_tracer("railyard.grpc") if tracer_provider is not None else None
         )
-        self.calls = LoopCalls()
+        #: The calls' tasks.
+        self.tasks: set[asyncio.Task[None]] = set()
+        self._socket: Any = None
+
+    def add_method(self, method: Method) -> None:
+        self.methods[method.path.encode()] = method
 
     def bind(self, host: str, port: int) -> int:
-        """Listen on ``host:port`` (0: any free port); the port bound."""
-        bound = self.server.add_insecure_port(f"{host}:{port}")
-        if bound == 0:
-            raise OSError(f"could not bind gRPC to {host}:{port}")
+        """Listen on ``host:port`` (0: any free port); the port bound.
+        The port is shared only by ``serve --workers N``'s workers
+        (SO_REUSEPORT): a second server on a taken port fails."""
+        try:
+            self._socket = http2.listening_socket(host, port, (self.settings.workers or 1) > 1)
+        except OSError as exc:
+            raise OSError(f"could not bind gRPC to {host}:{port}: {exc}") from exc
+        bound: int = self._socket.getsockname()[1]
         return bound
 
     async def start(self) -> None:
-        self.calls.loop = asyncio.get_running_loop()
-        self.server.start()
+        assert self._socket is not None, "bind() first"
+        await self.wire.serve(self._socket)
 
     async def stop(self, grace: float | None) -> None:
-        """Refuse new calls and let those in flight finish for ``grace``
-        seconds, then cancel them (None: at once). Waited for on another
-        thread: the calls in flight need this loop to finish."""
-        stopped = self.server.stop(grace)
-        await asyncio.to_thread(stopped.wait)
-        self._pool.shutdown(wait=False)
+        """Refuse new calls (GOAWAY) and let those in flight finish for
+        ``grace`` seconds, then cancel them (None: at once)."""
+        self.wire.drain()
+        if grace and self.tasks:
+            await asyncio.wait(set(self.tasks), timeout=grace)
+        for task in self.tasks:
+            task.cancel()
+        if self.tasks:
+            await asyncio.wait(set(self.tasks), timeout=2)
+        self.wire.close()
+
+    async def traced(self, call: _Call, work: Awaitable[None]) -> None:
+        """``work`` inside a server span named for the method, in the trace
+        its ``traceparent`` metadata names."""
+        assert self.tracer is not None
+        method = call.method
+        carrier = {k: v for k, v in call.context.invocation_metadata() if isinstance(v, str)}
+        attributes = {
+            "rpc.system": "grpc",
+            "rpc.service": method.service,
+            "rpc.method": method.name,
+            "net.peer.ip": grpc_peer_host(call.context.peer()),
+        }
+        with self.tracer.start_as_current_span(
+            method.path,
+            context=propagate.extract(carrier),
+            kind=SpanKind.SERVER,
+            attributes=attributes,
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as span:
+            await work
+            span.set_attribute("rpc.grpc.status_code", call.code.value[0])
+            if call.code in _SERVER_FAILURES:
+                span.set_status(Status(StatusCode.ERROR, call.code.name))
 
 
-def _threaded(
-    method: str,
-    behavior: Callable[..., Any],
-    streaming: bool,
-    count: _Count | None,
-    calls: LoopCalls,
-) -> Callable[..., Any]:
-    """A handler for grpc's threads running ``behavior`` (a coroutine
-    function, or an async generator function when ``streaming``) on the
-    loop, and answering an :class:`_Undecodable` request with its error."""
+def _serving(name: str, behavior: Callable[..., Any], count: _Count | None) -> Callable[..., Any]:
+    """``behavior``, with a request that did not decode (an
+    :class:`_Undecodable`) answered with its INVALID_ARGUMENT (and counted
+    by ``count``) before it runs."""
 
-    async def refuse(request: _Undecodable, context: grpc.ServicerContext) -> NoReturn:
+    def refused(request: _Undecodable, context: CallContext) -> NoReturn:
         if count is not None:
-            count(method, request.error.code.name, 0.0)
+            count(name, request.error.code.name, 0.0)
         tracing.note_error(request.error)
         _abort(context, request.error)
 
-    if streaming:
+    if inspect.isasyncgenfunction(behavior):
 
-        def stream(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+        async def stream(request: Any, context: CallContext) -> AsyncIterator[Any]:
             if isinstance(request, _Undecodable):
-                calls.call(context, refuse(request, context))
-            yield from calls.stream(context, behavior(request, context))
+                refused(request, context)
+            async for item in behavior(request, context):
+                yield item
 
         return stream
 
-    def unary(request: Any, context: grpc.ServicerContext) -> Any:
+    async def unary(request: Any, context: CallContext) -> Any:
         if isinstance(request, _Undecodable):
-            return calls.call(context, refuse(request, context))
-        return calls.call(context, behavior(request, context))
+            refused(request, context)
+        return await behavior(request, context)
 
     return unary
 
@@ -317,52 +779,44 @@ def add_servicer(
     service: ServiceDescriptor,
     count: _Count | None = None,
 ) -> None:
-    """Serve ``servicer``'s methods of ``service`` on ``server``, as the
-    generated ``add_*Servicer_to_server`` does, but run on the server's loop
-    (the servicer's methods are coroutine and async generator functions),
-    and with a request that does not decode answered
-    INVALID_ARGUMENT with the house ErrorInfo (and counted by ``count``), not
-    grpc's UNKNOWN. Built from the descriptor, so the generated code stays as
-    generated. A method the servicer does not implement itself (a plain
-    function of a generated base class) keeps grpc's own handling."""
-    handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
+    """Serve ``servicer``'s methods of ``service`` on ``server`` (its
+    coroutine and async generator functions; a method it does not define is
+    not served: UNIMPLEMENTED), with a request that
+    does not decode answered INVALID_ARGUMENT with the house ErrorInfo (and
+    counted by ``count``). Built from the descriptor, so the generated code
+    stays as generated."""
     for method in service.methods:
         if method.client_streaming:
             raise ValueError(f"{method.full_name}: client streaming is not served here")
+        behavior = getattr(servicer, method.name, None)
+        if not (inspect.iscoroutinefunction(behavior) or inspect.isasyncgenfunction(behavior)):
+            continue  # not implemented here (grpc.health.v1's List, say): UNIMPLEMENTED
         request = message_factory.GetMessageClass(method.input_type)
         response = message_factory.GetMessageClass(method.output_type)
-        behavior = getattr(servicer, method.name)
-        serving = inspect.iscoroutinefunction(behavior) or inspect.isasyncgenfunction(behavior)
-        handler = (
-            grpc.unary_stream_rpc_method_handler
-            if method.server_streaming
-            else grpc.unary_unary_rpc_method_handler
+        server.add_method(
+            Method(
+                path=f"/{service.full_name}/{method.name}",
+                kind=SERVER_STREAMING if method.server_streaming else UNARY,
+                behavior=_serving(method.name, behavior, count),
+                decode=_decoder(request),
+                encode=response.SerializeToString,
+            )
         )
-        handlers[method.name] = handler(
-            _threaded(method.name, behavior, method.server_streaming, count, server.calls)
-            if serving
-            else behavior,
-            request_deserializer=_decoder(request) if serving else request.FromString,
-            response_serializer=response.SerializeToString,
-        )
-    server.server.add_generic_rpc_handlers(
-        (grpc.method_handlers_generic_handler(service.full_name, handlers),)
-    )
 
 
-class GameServicer(pb_grpc.GameServiceServicer):
+class GameServicer:
     def __init__(self, app: GameApp, closing: asyncio.Event | None = None) -> None:
         self.app = app
         #: Set when a graceful shutdown begins: open watches end at once.
         self.closing = closing if closing is not None else asyncio.Event()
 
-    def _caller(self, context: grpc.ServicerContext) -> Caller:
+    def _caller(self, context: CallContext) -> Caller:
         return _caller(context, self.app.proxies)
 
     async def _run(
         self,
         method: str,
-        context: grpc.ServicerContext,
+        context: CallContext,
         call: Callable[[Caller], Awaitable[T]],
     ) -> T:
         """``call``'s answer for the caller, or its ServiceError as the call's
@@ -387,21 +841,21 @@ class GameServicer(pb_grpc.GameServiceServicer):
             self.app.metrics.grpc_call(method, code, time.perf_counter() - begun)
 
     async def CreateGame(  # noqa: N802 (gRPC method names)
-        self, request: pb.CreateGameRequest, context: grpc.ServicerContext
+        self, request: pb.CreateGameRequest, context: CallContext
     ) -> pb.CreateGameResponse:
         return await self._run(
             "CreateGame", context, lambda caller: self.app.create_game(request, caller)
         )
 
     async def GetGame(  # noqa: N802
-        self, request: pb.GetGameRequest, context: grpc.ServicerContext
+        self, request: pb.GetGameRequest, context: CallContext
     ) -> pb.GameView:
         return await self._run(
             "GetGame", context, lambda caller: self.app.get_game(request.game_id, caller)
         )
 
     async def ListLegalMoves(  # noqa: N802
-        self, request: pb.ListLegalMovesRequest, context: grpc.ServicerContext
+        self, request: pb.ListLegalMovesRequest, context: CallContext
     ) -> pb.ListLegalMovesResponse:
         return await self._run(
             "ListLegalMoves",
@@ -410,14 +864,14 @@ class GameServicer(pb_grpc.GameServiceServicer):
         )
 
     async def ApplyMove(  # noqa: N802
-        self, request: pb.ApplyMoveRequest, context: grpc.ServicerContext
+        self, request: pb.ApplyMoveRequest, context: CallContext
     ) -> pb.ApplyMoveResponse:
         return await self._run(
             "ApplyMove", context, lambda caller: self.app.apply_move(request, caller)
         )
 
     async def WatchGame(  # noqa: N802
-        self, request: pb.WatchGameRequest, context: grpc.ServicerContext
+        self, request: pb.WatchGameRequest, context: CallContext
     ) -> AsyncIterator[pb.GameEvent]:
         after = request.after_version if request.HasField("after_version") else None
         events: AsyncGenerator[tuple[pb.GameEvent, ...] | None, None] | None = None
@@ -444,14 +898,14 @@ class GameServicer(pb_grpc.GameServiceServicer):
             self.app.metrics.grpc_call("WatchGame", code, 0.0)
 
     async def GetGameLog(  # noqa: N802
-        self, request: pb.GetGameLogRequest, context: grpc.ServicerContext
+        self, request: pb.GetGameLogRequest, context: CallContext
     ) -> pb.GetGameLogResponse:
         return await self._run(
             "GetGameLog", context, lambda caller: self.app.get_game_log(request.game_id, caller)
         )
 
     async def ListRulesets(  # noqa: N802
-        self, request: pb.ListRulesetsRequest, context: grpc.ServicerContext
+        self, request: pb.ListRulesetsRequest, context: CallContext
     ) -> pb.ListRulesetsResponse:
         begun = time.perf_counter()
         answer = self.app.list_rulesets()
@@ -459,7 +913,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
         return answer
 
 
-class StoreHealth(health_pb2_grpc.HealthServicer):  # type: ignore[misc]
+class StoreHealth:
     """grpc.health.v1: SERVING only while the store answers a ping."""
 
     _KNOWN = ("", SERVICE_NAME)
@@ -476,7 +930,7 @@ class StoreHealth(health_pb2_grpc.HealthServicer):  # type: ignore[misc]
     async def Check(  # noqa: N802
         self,
         request: health_pb2.HealthCheckRequest,
-        context: grpc.ServicerContext,
+        context: CallContext,
     ) -> health_pb2.HealthCheckResponse:
         if request.service not in self._KNOWN:
             context.abort(grpc.StatusCode.NOT_FOUND, f"unknown service {request.service!r}")
@@ -485,7 +939,7 @@ class StoreHealth(health_pb2_grpc.HealthServicer):  # type: ignore[misc]
     async def Watch(  # noqa: N802
         self,
         request: health_pb2.HealthCheckRequest,
-        context: grpc.ServicerContext,
+        context: CallContext,
     ) -> AsyncIterator[health_pb2.HealthCheckResponse]:
         if request.service not in self._KNOWN:
             yield health_pb2.HealthCheckResponse(
@@ -501,32 +955,6 @@ class StoreHealth(health_pb2_grpc.HealthServicer):  # type: ignore[misc]
             await asyncio.sleep(self.poll)
 
 
-def grpc_options(settings: Settings) -> list[tuple[str, int]]:
-    """The server's channel arguments: the limits of ``settings``, each of
-    which tests/test_limits_server.py sees take effect on a real server."""
-    metadata = settings.max_header_bytes
-    return [
-        # Off (gRPC's default is on) so that a second server on a taken port
-        # fails instead of silently sharing it; on for the workers of one
-        # `serve --workers N`, which share it on purpose (service.workers).
-        ("grpc.so_reuseport", int((settings.workers or 1) > 1)),
-        ("grpc.keepalive_time_ms", 30_000),
-        ("grpc.max_receive_message_length", settings.max_body_bytes),
-        # Closed as soon as accepted beyond it (counted from accept to close,
-        # handshakes included).
-        ("grpc.max_allowed_incoming_connections", settings.grpc_max_connections),
-        # From accept until the client's HTTP/2 preface and SETTINGS: a
-        # connection that sends nothing is closed then (gRPC's default: 120 s).
-        ("grpc.server_handshake_timeout_ms", round(settings.header_timeout * 1000)),
-        # gRPC refuses metadata over the hard limit, and over the soft one
-        # with a rising probability: the same for both, so it is one limit.
-        ("grpc.max_metadata_size", metadata),
-        ("grpc.absolute_max_metadata_size", metadata),
-        # GOAWAY to a connection with no call open that long.
-        ("grpc.max_connection_idle_ms", round(settings.grpc_idle_timeout * 1000)),
-    ]
-
-
 def create_grpc_server(
     app: GameApp, host: str = "[::]", port: int = 0, closing: asyncio.Event | None = None
 ) -> tuple[GrpcServer, int]:
@@ -534,16 +962,10 @@ def create_grpc_server(
     free port). Setting ``closing`` ends every open WatchGame stream with
     UNAVAILABLE (SERVER_SHUTTING_DOWN), between two versions: set it when a
     graceful shutdown begins, as ``GrpcServer.stop`` would otherwise wait out
-    its grace period for them. The connection limits are ``app.settings``'."""
-    # A server span per call, joined to the caller's trace by its traceparent
-    # metadata; not installed when tracing is off (nothing to pay per call).
-    interceptors = (
-        # (untyped in the instrumentation package)
-        [server_interceptor(tracer_provider=app.tracer_provider)]  # type: ignore[no-untyped-call]
-        if app.tracer_provider is not None
-        else []
-    )
-    server = GrpcServer(app.settings, interceptors)
+    its grace period for them. The limits are ``app.settings``'; with tracing
+    on (``app.tracer_provider``), a server span per call, joined to the
+    caller's trace by its ``traceparent`` metadata."""
+    server = GrpcServer(app.settings, app.tracer_provider)
     add_servicer(
         server,
         GameServicer(app, closing),
@@ -552,6 +974,6 @@ def create_grpc_server(
     )
     add_servicer(server, StoreHealth(app), health_pb2.DESCRIPTOR.services_by_name["Health"])
     reflection.enable(
-        server.server, (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name)
+        server, (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name)
     )
     return server, server.bind(host, port)
