@@ -593,7 +593,13 @@ def serve(
                 if httpx.get(f"{server.base_url}{probe}", timeout=1).status_code == 200:
                     break
             time.sleep(0.05)
-        if proc.poll() is None or "cannot listen on" not in server.log() or attempt == 2:
+        # A port taken between free_port() and the bind ("cannot listen
+        # on"), or between the HTTP socket's bind and uvicorn's listen, where
+        # another process bound the same port meanwhile (EADDRINUSE).
+        lost_port = any(
+            sign in server.log() for sign in ("cannot listen on", "Address already in use")
+        )
+        if proc.poll() is None or not lost_port or attempt == 2:
             break
     try:
         assert proc.poll() is None, f"railyard serve exited:\n{server.log()}"
