@@ -512,17 +512,23 @@ class _Calls:
                 return
             if len(body) < 5 + size:
                 break
+            failure: Abort | None = None
             try:
                 payload = self._payload(call, body[0], bytes(body[5 : 5 + size]))
-                queue.put_nowait(call.method.decode(payload))
+                message = call.method.decode(payload)
             except _RefusedError as refused:
-                queue.put_nowait(Abort(refused.code, refused.details))
+                failure = Abort(refused.code, refused.details)
             except DecodeError as exc:
-                queue.put_nowait(
-                    Abort(grpc.StatusCode.INTERNAL, f"the request does not decode: {exc}")
-                )
+                failure = Abort(grpc.StatusCode.INTERNAL, f"the request does not decode: {exc}")
             del body[: 5 + size]
-            self.connection.release(call.stream, 5 + size)
+            if failure is not None:
+                self.connection.release(call.stream, 5 + size)
+                queue.put_nowait(failure)
+            else:
+                # Its bytes count against the connection's held bytes until
+                # the handler takes it (_requests): a handler that does not
+                # read cannot make the queue grow past Limits.max_held.
+                queue.put_nowait((message, 5 + size))
         if call.stream.remote_closed:
             queue.put_nowait(_END)
 
@@ -657,7 +663,9 @@ async def _requests(call: _Call) -> AsyncIterator[Any]:
             return
         if isinstance(item, Abort):
             raise item
-        yield item
+        message, size = item
+        call.stream.connection.release(call.stream, size)
+        yield message
 
 
 class GrpcServer:

@@ -3,15 +3,16 @@ of it and no more: the connection's frames, HPACK, flow control both ways,
 and the limits a public server must hold. :mod:`service.grpc_server` serves
 gRPC calls on the streams it gives.
 
-Why our own: grpc's servers spent 0.2 ms of CPU a call on their Python
-layers and thread hand-offs (``bench/grpc_transports.py``: grpc's threaded
-server handing a call to the event loop, grpc.aio, grpclib over h2, a
-server over h2's state machine and this one, all answering the same call side by
-side), where uvicorn's HTTP/1.1 costs a third of it; and a gRPC call on the
-event loop that runs the store needs no hand-off at all. Header blocks are
-decoded by ``hpack`` (the python-hyper library, HPACK's dynamic table and
-Huffman code); blocks we send are literals without indexing, so no
-encoder state is kept.
+Why our own: grpc's servers spend 0.15-0.4 ms of CPU a call more than this
+one on their Python layers and thread hand-offs (``bench/grpc_transports.py``
+serves one canned call from grpc's threaded server handing it to the event
+loop, from grpc.aio and from this one, side by side; grpclib and a server on
+h2's state machine, measured once the same way, cost as much as grpc's:
+README, "gRPC served on the event loop"), and a call served on the event
+loop that runs the store needs no hand-off at all. Header blocks are decoded
+by ``hpack`` (python-hyper's library: HPACK's dynamic table and Huffman
+code); the blocks we send are literals without indexing, so no encoder
+state is kept.
 
 What it refuses, and how (RFC 9113 section numbers):
 
@@ -25,7 +26,10 @@ What it refuses, and how (RFC 9113 section numbers):
 * request bytes the application has not taken past ``2 x window`` on one
   connection (bodies sent and never finished): the stream that goes over is
   reset, ENHANCE_YOUR_CALM, its bytes freed;
-* DATA past a window we gave: GOAWAY FLOW_CONTROL_ERROR (6.9.1);
+* windows: each stream and the connection get ``window`` bytes, given back
+  as they arrive (what a connection may hold unread is bounded by the item
+  above, not by the windows); a WINDOW_UPDATE past 2^31-1:
+  FLOW_CONTROL_ERROR (6.9.1);
 * resets, pings and settings faster than ``max_control_frames`` in a second
   (the rapid-reset and flood attacks): GOAWAY ENHANCE_YOUR_CALM;
 * any other protocol error: GOAWAY PROTOCOL_ERROR (or the code 6.x names).
@@ -38,6 +42,7 @@ is not answered within ``keepalive_timeout``.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import socket
@@ -108,7 +113,7 @@ def frame(kind: int, flags: int, stream_id: int, payload: bytes = b"") -> bytes:
     """One frame, head and payload.
 
     >>> frame(PING, ACK, 0, bytes(8)).hex()
-    '000008060100000000' + '00' * 8
+    '0000080601000000000000000000000000'
     """
     return _HEAD.pack(len(payload) << 8 | kind, flags, stream_id) + payload
 
@@ -164,6 +169,10 @@ class Limits:
     keepalive_timeout: float = 20.0
     #: RST_STREAM, PING and SETTINGS frames from the peer in one second.
     max_control_frames: int = 1000
+
+    def __post_init__(self) -> None:
+        if not DEFAULT_WINDOW <= self.window <= MAX_WINDOW:
+            raise ValueError(f"window {self.window}: from 65535 (HTTP/2's default) to 2^31-1")
 
     @property
     def max_held(self) -> int:
@@ -314,6 +323,9 @@ class Connection(asyncio.Protocol):
         self._recv_unacked = 0
         #: Request bytes received and not yet taken by the application.
         self._held = 0
+        #: The last streams we reset (or answered before their request
+        #: ended): frames the peer sent on them before it heard are ignored.
+        self._reset_ids: collections.deque[int] = collections.deque(maxlen=64)
         self._goaway_sent = False
         self._close_when_done = False
         self._closed = False
@@ -355,10 +367,10 @@ class Connection(asyncio.Protocol):
                 (SETTINGS_ENABLE_PUSH, 0),
             )
         )
-        transport.write(
-            frame(SETTINGS, 0, 0, settings)
-            + frame(WINDOW_UPDATE, 0, 0, _WORD.pack(limits.window - DEFAULT_WINDOW))
-        )
+        greeting = frame(SETTINGS, 0, 0, settings)
+        if limits.window > DEFAULT_WINDOW:  # the connection's window from 65,535 to ours
+            greeting += frame(WINDOW_UPDATE, 0, 0, _WORD.pack(limits.window - DEFAULT_WINDOW))
+        transport.write(greeting)
         self._arm(limits.handshake_timeout, self._handshake_expired)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -488,12 +500,11 @@ class Connection(asyncio.Protocol):
                 if kind != SETTINGS or flags & ACK:
                     raise ProtocolError(PROTOCOL_ERROR, "the preface's SETTINGS first")
                 self._settings_seen = True
-                if self._timer is not None:
-                    self._timer.cancel()
-                    self._timer = None
-                self._next_keepalive = (
-                    asyncio.get_running_loop().time() + self.limits.keepalive_time
-                )
+                # The handshake's timer gives way to the first keepalive tick
+                # (brought forward to the idle deadline where that is sooner).
+                now = asyncio.get_running_loop().time()
+                self._next_keepalive = now + self.limits.keepalive_time
+                self._arm(self.limits.keepalive_time, self._tick)
                 self._idle_from_now()
             if self._block is not None and kind != CONTINUATION:
                 raise ProtocolError(PROTOCOL_ERROR, "a header block cut by another frame")
@@ -669,14 +680,21 @@ class Connection(asyncio.Protocol):
             self._handler().data(stream)
             return
         if stream_id <= self._last_stream:
+            if stream_id in self._reset_ids:
+                # A stream we answered or reset while its request was still
+                # coming: what the peer sent before it heard is ignored
+                # (5.1), decoded above so that the dynamic table stays in step.
+                return
             raise ProtocolError(STREAM_CLOSED, "HEADERS on a closed stream")
         self._last_stream = stream_id
         assert self.transport is not None
         if self._goaway_sent or self._close_when_done:
             self.transport.write(frame(RST_STREAM, 0, stream_id, _WORD.pack(REFUSED_STREAM)))
+            self._reset_ids.append(stream_id)
             return
         if len(self.streams) >= self.limits.max_streams:
             self.transport.write(frame(RST_STREAM, 0, stream_id, _WORD.pack(REFUSED_STREAM)))
+            self._reset_ids.append(stream_id)
             return
         stream = Stream(self, stream_id, self._peer_window)
         stream.headers = headers  # type: ignore[assignment]  # raw=True: bytes pairs
@@ -827,12 +845,14 @@ class Connection(asyncio.Protocol):
             return
         if not stream.remote_closed and not self._closed and self.transport is not None:
             self.transport.write(frame(RST_STREAM, 0, stream.id, _WORD.pack(NO_ERROR)))
+            self._reset_ids.append(stream.id)
         self._stream_gone()
 
     def _reset(self, stream: Stream, code: int) -> None:
         """Resets ``stream`` (the application is told)."""
         if not self._closed and self.transport is not None and not stream.closed:
             self.transport.write(frame(RST_STREAM, 0, stream.id, _WORD.pack(code)))
+            self._reset_ids.append(stream.id)
         self._drop(stream)
 
     def reset(self, stream: Stream, code: int = CANCEL) -> None:
@@ -844,6 +864,7 @@ class Connection(asyncio.Protocol):
         self.streams.pop(stream.id, None)
         if not self._closed and self.transport is not None:
             self.transport.write(frame(RST_STREAM, 0, stream.id, _WORD.pack(code)))
+            self._reset_ids.append(stream.id)
         _wake(stream)
         self._stream_gone()
 

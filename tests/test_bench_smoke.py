@@ -387,3 +387,12 @@ def test_peers_benchmark_runs_against_boardgameio() -> None:
     assert re.search(r"^ours / boardgame.io one socket per seat: median [\d.]+x", out, re.M), out
     assert "target: ours <= 0.75x boardgame.io one socket per seat: " in out
     assert "target: ours <= 1.00x boardgame.io one socket per match: " in out
+
+
+def test_grpc_transports_benchmark_compares_the_three_servers() -> None:
+    out = run_bench(
+        "bench/grpc_transports.py", "--pairs", "1", "--seconds", "0.5", "--clients", "2"
+    )
+    for server in ("ours", "threaded", "aio"):
+        assert re.search(rf"{server}: median [\d.]+ ms a call", out), out
+    assert "ours / threaded: median" in out and "ours / aio: median" in out, out
