@@ -225,7 +225,13 @@ def main() -> int:
     log_path = Path(tempfile.mkdtemp(prefix="railyard-watchers-")) / "serve.log"
     with RedisServer() as redis, log_path.open("wb") as log:
         env = {k: v for k, v in os.environ.items() if not k.startswith("RAILYARD_")}
-        env.update(REDIS_URL=redis.url, RAILYARD_MAX_WATCHERS=str(args.watchers + 10))
+        # One process (no --workers supervisor): the memory read is the
+        # process that serves the watchers.
+        env.update(
+            REDIS_URL=redis.url,
+            RAILYARD_MAX_WATCHERS=str(args.watchers + 10),
+            RAILYARD_WORKERS="1",
+        )
         argv = [str(RAILYARD), "serve", "--host", "127.0.0.1"]
         argv += ["--grpc-port", str(grpc_port), "--http-port", str(http_port)]
         proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
