@@ -5,10 +5,8 @@ background player, bot pool and metrics) over the shared store, so nothing
 but the store is shared and any worker answers for any game. The ports are
 shared with SO_REUSEPORT: every worker binds and listens on both itself, and
 the kernel spreads new connections over the listening sockets by a hash of
-their addresses. (gRPC can only serve a port it binds itself, so handing one
-socket bound here to the workers would work for HTTP alone; one listening
-socket accepted from by N processes also leaves the balance to whichever
-process wakes first.)
+their addresses. (One listening socket accepted from by N processes would
+leave the balance to whichever process wakes first.)
 
 This process, the supervisor, serves nothing. It checks that both ports are
 free, resolves port 0 to one concrete port and holds both (bound, not
