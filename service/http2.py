@@ -32,6 +32,8 @@ What it refuses, and how (RFC 9113 section numbers):
   FLOW_CONTROL_ERROR (6.9.1);
 * resets, pings and settings faster than ``max_control_frames`` in a second
   (the rapid-reset and flood attacks): GOAWAY ENHANCE_YOUR_CALM;
+* a peer that leaves our answers unread past the transport's high-water
+  mark (64 KiB): nothing more is read from it until it catches up;
 * any other protocol error: GOAWAY PROTOCOL_ERROR (or the code 6.x names).
 
 A connection with no stream open for ``idle_timeout`` is sent a GOAWAY and
@@ -319,7 +321,6 @@ class Connection(asyncio.Protocol):
         self._send_window = DEFAULT_WINDOW
         self._peer_window = DEFAULT_WINDOW  # the peer's SETTINGS_INITIAL_WINDOW_SIZE
         self._peer_frame = DEFAULT_FRAME_SIZE
-        self._peer_max_streams = MAX_WINDOW
         self._recv_unacked = 0
         #: Request bytes received and not yet taken by the application.
         self._held = 0
@@ -382,6 +383,17 @@ class Connection(asyncio.Protocol):
             self._drop(stream)
         for stream in self._window_waiters:
             _wake(stream)
+
+    def pause_writing(self) -> None:
+        """The peer reads slower than we answer: read no more from it until
+        it catches up, so that what it sends (calls, pings) cannot grow what
+        we hold for it without bound."""
+        if self.transport is not None and not self._closed:
+            self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self.transport is not None and not self._closed:
+            self.transport.resume_reading()
 
     def close(self) -> None:
         if self.transport is not None and not self._closed:
@@ -571,12 +583,10 @@ class Connection(asyncio.Protocol):
                 if not DEFAULT_FRAME_SIZE <= value <= 16_777_215:
                     raise ProtocolError(PROTOCOL_ERROR, "a max frame size out of range")
                 self._peer_frame = value
-            elif key == SETTINGS_ENABLE_PUSH:
-                if value > 1:
-                    raise ProtocolError(PROTOCOL_ERROR, "ENABLE_PUSH not 0 or 1")
-            elif key == SETTINGS_MAX_CONCURRENT_STREAMS:
-                self._peer_max_streams = value
-            # HEADER_TABLE_SIZE: our blocks never index, so any size serves.
+            elif key == SETTINGS_ENABLE_PUSH and value > 1:
+                raise ProtocolError(PROTOCOL_ERROR, "ENABLE_PUSH not 0 or 1")
+            # HEADER_TABLE_SIZE: our blocks never index, so any size serves;
+            # MAX_CONCURRENT_STREAMS: a server opens none.
         assert self.transport is not None
         self.transport.write(frame(SETTINGS, ACK, 0))
 

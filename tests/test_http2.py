@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import gzip
+import socket
 import struct
 import time
 import zlib
@@ -1443,3 +1444,38 @@ def test_doctests() -> None:
         failures, tried = doctest.testmod(module)
         assert tried, module.__name__
         assert not failures, module.__name__
+
+
+def test_a_peer_that_does_not_read_is_not_read_from() -> None:
+    """A client that sends call after call and reads none of the answers:
+    once the answers it left unread fill the server's send buffer, the
+    server stops reading from it (asyncio's pause_writing), so what it holds
+    for that client stays bounded instead of growing with every call."""
+    calls = 60_000
+
+    async def go() -> None:
+        async with own_methods() as (server, port):
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.connect(("127.0.0.1", port))
+            reader, writer = await asyncio.open_connection(sock=sock)
+            peer = Peer(reader, writer)
+            await peer.handshake()
+            flags = http2.END_HEADERS | http2.END_STREAM
+            first = http2.frame(http2.HEADERS, flags, 1, peer.block("/test.Own/Missing"))
+            block = peer.block("/test.Own/Missing")  # all indexed now: the same every time
+            peer.send(
+                first,
+                *(http2.frame(http2.HEADERS, flags, 2 * i + 3, block) for i in range(calls - 1)),
+            )
+            # Each answer is a trailers-only HEADERS of about 110 bytes: read
+            # on, the server would hold about 6.6 MB for this peer.
+            await asyncio.sleep(3)
+            (connection,) = server.wire.connections
+            assert connection.transport is not None
+            held = connection.transport.get_write_buffer_size()
+            assert held < 2_000_000, held
+            assert connection._last_stream < 2 * calls - 1  # it stopped reading
+            await peer.close()
+
+    asyncio.run(go())
