@@ -584,7 +584,7 @@ class _Calls:
         try:
             response = await method.behavior(method.decode(payload), context)
             data = _framed(method.encode(response))
-        except BaseException as error:
+        except (Exception, asyncio.CancelledError) as error:  # each answered with its status
             self._failed(call, error)
             return
         finally:
@@ -622,7 +622,7 @@ class _Calls:
                 await connection.send_data(stream, _framed(encode(item)))
                 if stream.closed:
                     return
-        except BaseException as error:
+        except (Exception, asyncio.CancelledError) as error:  # each answered with its status
             self._failed(call, error)
             return
         finally:
