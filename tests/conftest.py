@@ -35,3 +35,15 @@ def redis_url(redis_server):
     redis_server.start()  # in case a test left it stopped
     redis_server.flushall()
     return redis_server.url
+
+
+# A service test over both stores: ``url`` is None for the in-process store,
+# a real redis-server's URL for Redis.
+@pytest.fixture(params=["memory", "redis"])
+def store_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def url(store_kind: str, request: pytest.FixtureRequest) -> str | None:
+    return str(request.getfixturevalue("redis_url")) if store_kind == "redis" else None

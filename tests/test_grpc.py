@@ -31,17 +31,6 @@ from tests.service_helpers import (
 )
 from tests.test_telemetry import samples, value
 
-
-@pytest.fixture(params=["memory", "redis"])
-def store_kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def url(store_kind: str, request: pytest.FixtureRequest) -> str | None:
-    return str(request.getfixturevalue("redis_url")) if store_kind == "redis" else None
-
-
 #: Mexican Train (two rounds of pagat) and every classic preset, whole.
 GAMES = [
     pytest.param(pb.Ruleset(preset="pagat", rounds=2), id="pagat"),

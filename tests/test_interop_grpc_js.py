@@ -273,16 +273,6 @@ async def play(client: Client, store_kind: str, redis_url: str | None) -> Outcom
         await store.close()
 
 
-@pytest.fixture(params=["memory", "redis"])
-def store_kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def url(store_kind: str, request: pytest.FixtureRequest) -> str | None:
-    return str(request.getfixturevalue("redis_url")) if store_kind == "redis" else None
-
-
 def test_grpc_js_plays_a_whole_game_and_meets_the_protocol(
     grpc_js: Client,
     store_kind: str,
