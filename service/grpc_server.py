@@ -4,8 +4,9 @@ same port. Handlers only translate; GameApp decides.
 
 Served by our own gRPC over :mod:`service.http2`, on the event loop that
 serves the store and HTTP: each call is a task there, nothing crosses a
-thread. grpc's own servers cost about 0.2 ms of CPU a call more
-(``bench/grpc_transports.py``; README "gRPC served on the event loop"): the
+thread. grpc's own servers cost 0.18 (grpc.aio) to 0.54 ms (threaded) of
+CPU a call more (``bench/grpc_transports.py``, medians; README "gRPC served
+on the event loop"): the
 threaded one hands every call to the loop and back, grpc.aio hands each of a
 call's four completion-queue events from a poller thread to the loop. What a
 call is given is the part of ``grpc.ServicerContext`` the servicers use

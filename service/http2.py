@@ -3,7 +3,7 @@ of it and no more: the connection's frames, HPACK, flow control both ways,
 and the limits a public server must hold. :mod:`service.grpc_server` serves
 gRPC calls on the streams it gives.
 
-Why our own: grpc's servers spend 0.15-0.4 ms of CPU a call more than this
+Why our own: grpc's servers spend 0.18-0.54 ms of CPU a call more than this
 one on their Python layers and thread hand-offs (``bench/grpc_transports.py``
 serves one canned call from grpc's threaded server handing it to the event
 loop, from grpc.aio and from this one, side by side; grpclib and a server on
