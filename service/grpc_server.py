@@ -36,6 +36,7 @@ import asyncio
 import base64
 import inspect
 import logging
+import socket
 import struct
 import time
 import zlib
@@ -60,6 +61,7 @@ from service.app import Caller, GameApp
 from service.errors import DOMAIN, ServiceError
 from service.identity import TrustedProxies, api_key_of, grpc_peer_host, seat_token
 from service.settings import Settings
+from service.sockets import bound_socket, shares_ports
 from service.streams import until_closed
 
 log = logging.getLogger("railyard.grpc")
@@ -238,11 +240,12 @@ def _framed(payload: bytes) -> bytes:
 class _RefusedError(Exception):
     """A request the wire refuses before any handler: its status."""
 
-    def __init__(self, code: grpc.StatusCode, details: str, extra: bytes = b"") -> None:
+    def __init__(self, code: grpc.StatusCode, details: str, http_status: int = 200) -> None:
         super().__init__(details)
         self.code = code
         self.details = details
-        self.extra = extra
+        #: Not 200: an HTTP answer, not a gRPC status (415 for a content-type not gRPC).
+        self.http_status = http_status
 
 
 class _Undecodable:
@@ -440,7 +443,7 @@ class _Calls:
             elif name == b"grpc-encoding":
                 encoding = value
         if verb != b"POST" or content_type is None or not _is_grpc(content_type):
-            raise _RefusedError(grpc.StatusCode.UNKNOWN, "", b"415")
+            raise _RefusedError(grpc.StatusCode.UNKNOWN, "", http_status=415)
         server = self.server
         if http2.header_list_size(stream.headers) > server.settings.max_header_bytes:
             raise _RefusedError(
@@ -540,8 +543,9 @@ class _Calls:
         call = stream.call
         if isinstance(call, _Call) and call.timer is not None:
             call.timer.cancel()
-        if refused.extra == b"415":
-            block = http2.literal(b":status", b"415") + http2.literal(
+        if refused.http_status != 200:
+            status = str(refused.http_status).encode()
+            block = http2.literal(b":status", status) + http2.literal(
                 b"content-type", b"text/plain"
             )
         else:
@@ -695,7 +699,7 @@ class GrpcServer:
         )
         #: The calls' tasks.
         self.tasks: set[asyncio.Task[None]] = set()
-        self._socket: Any = None
+        self._socket: socket.socket | None = None
 
     def add_method(self, method: Method) -> None:
         self.methods[method.path.encode()] = method
@@ -705,10 +709,14 @@ class GrpcServer:
         The port is shared only by ``serve --workers N``'s workers
         (SO_REUSEPORT): a second server on a taken port fails."""
         try:
-            self._socket = http2.listening_socket(host, port, (self.settings.workers or 1) > 1)
+            sock = bound_socket(host, port, reuse_port=shares_ports(self.settings))
         except OSError as exc:
             raise OSError(f"could not bind gRPC to {host}:{port}: {exc}") from exc
-        bound: int = self._socket.getsockname()[1]
+        # Listening from here, not from start(): the port is ours at once
+        # (two sockets bound with SO_REUSEADDR may share a port until one listens).
+        sock.listen(1024)
+        self._socket = sock
+        bound: int = sock.getsockname()[1]
         return bound
 
     async def start(self) -> None:

@@ -279,10 +279,6 @@ class Server:
         for connection in list(self.connections):
             connection.goaway(NO_ERROR, close_when_done=True)
 
-    @property
-    def streams_open(self) -> int:
-        return sum(len(c.streams) for c in self.connections)
-
     def close(self) -> None:
         """Reset what is left and close every connection."""
         for connection in list(self.connections):
@@ -933,27 +929,3 @@ def _peer(address: object) -> str:
             return f"ipv4:{host[7:]}:{port}"
         return f"ipv6:[{host}]:{port}"
     return f"unix:{address}" if address else ""
-
-
-def listening_socket(host: str, port: int, reuse_port: bool) -> socket.socket:
-    """A TCP socket bound to ``host:port`` (``[::]`` or ``::``: every IPv6
-    and IPv4 address), listening; SO_REUSEPORT when ``reuse_port``
-    (``serve --workers N``: the workers share the port on purpose)."""
-    name = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    family, kind, proto, _, address = socket.getaddrinfo(
-        name or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-    )[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if reuse_port:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        if family == socket.AF_INET6:
-            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        sock.bind(address)
-        sock.listen(1024)
-        sock.setblocking(False)
-    except OSError:
-        sock.close()
-        raise
-    return sock

@@ -21,6 +21,7 @@ from service.app import GameApp
 from service.background import BackgroundPlayer
 from service.grpc_server import create_grpc_server
 from service.settings import Settings
+from service.sockets import bound_socket, shares_ports
 from service.store import Store
 from service.store.memory import MemoryStore
 from service.store.resp import redact_url
@@ -42,28 +43,12 @@ class StartupError(Exception):
     """A configuration this host cannot serve: the process does not start."""
 
 
-def shares_ports(settings: Settings) -> bool:
-    """Whether this process is one of several workers on the same ports
-    (service.workers): then both are bound with SO_REUSEPORT."""
-    return (settings.workers or 1) > 1
-
-
 def _listen_http(settings: Settings) -> socket.socket:
     """The HTTP port's socket, bound (uvicorn listens on it), or a
     StartupError naming the setting to change."""
-    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
-    # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on a connection whose
-    # socket says TCP (accepted ones inherit proto 0 otherwise), and without it
-    # Nagle's algorithm held every keep-alive response ~40 ms for the client's
-    # delayed ACK.
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    if shares_ports(settings):
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     try:
-        sock.bind((settings.host, settings.http_port))
+        sock = bound_socket(settings.host, settings.http_port, reuse_port=shares_ports(settings))
     except OSError as exc:
-        sock.close()
         raise StartupError(
             f"HTTP cannot listen on {settings.host}:{settings.http_port} ({exc.strerror}): "
             "choose another with --http-port / RAILYARD_HTTP_PORT (or --host / RAILYARD_HOST)"

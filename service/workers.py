@@ -34,6 +34,7 @@ from types import FrameType
 from typing import Final
 
 from service.settings import Settings
+from service.sockets import bound_socket, family
 
 log = logging.getLogger("railyard")
 
@@ -80,10 +81,6 @@ def worker_count(settings: Settings) -> int:
     return settings.workers if settings.workers is not None else cpu_count()
 
 
-def _family(host: str) -> socket.AddressFamily:
-    return socket.AF_INET6 if ":" in host else socket.AF_INET
-
-
 def _hold(host: str, port: int, what: str, flag: str) -> socket.socket:
     """A socket bound (not listening) to ``host:port`` with SO_REUSEPORT, after
     a bind without it found the port free (with it, the bind would succeed
@@ -97,22 +94,17 @@ def _hold(host: str, port: int, what: str, flag: str) -> socket.socket:
             f"{flag} / {env} (or --host / RAILYARD_HOST)"
         )
 
-    with socket.socket(_family(host), socket.SOCK_STREAM) as probe:
+    with socket.socket(family(host), socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host, port))
         except OSError as exc:
             raise refused(exc) from None
         port = probe.getsockname()[1]
-    held = socket.socket(_family(host), socket.SOCK_STREAM)
-    held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     try:
-        held.bind((host, port))
+        return bound_socket(host, port, reuse_port=True)
     except OSError as exc:
-        held.close()
         raise refused(exc) from None
-    return held
 
 
 def _worker(settings: Settings, supervisor: int, ready: Connection) -> None:
