@@ -1,25 +1,24 @@
-"""gRPC servers side by side: server CPU per call for the same unary call.
+"""grpcio's two servers side by side: server CPU per call for the same unary call.
 
     .venv/bin/python bench/grpc_transports.py [--pairs 5] [--seconds 5] [--clients 50]
 
-What each gRPC server costs a call by itself: every server answers
+What each of grpcio's servers costs a call by itself: both answer
 ``/railyard.v1.GameService/ApplyMove`` with the same canned 1,500 bytes from
 a coroutine on the event loop (one ``await asyncio.sleep(0)``, as a handler
 awaiting the store would), and two processes of grpc.aio clients keep
 ``--clients`` calls in flight (a channel each), as ``bench/service.py``
 plays the service. The figure is the server process's CPU (user + system,
-all threads) over the calls answered in the window. The servers:
+all threads) over the calls answered in the window. The servers, both with
+the service's channel arguments (``service.grpc_server.channel_options``):
 
-* ``ours``: :class:`service.grpc_server.GrpcServer` (gRPC over
-  :mod:`service.http2` on the loop), what ``railyard serve`` runs;
+* ``aio``: grpc.aio's server, the handler a coroutine on its loop: what
+  ``railyard serve`` runs;
 * ``threaded``: grpc's threaded server, each call handed to the loop
-  (``asyncio.run_coroutine_threadsafe``) and waited for on its pool thread:
-  what ``railyard serve`` ran before (issue 15, second day);
-* ``aio``: grpc.aio's server, the handler a coroutine on its loop.
+  (``asyncio.run_coroutine_threadsafe``) and waited for on its pool thread.
 
-Each pair measures all three on fresh processes, the order rotated every
-pair (the machine drifts); the ratios are ours over each of grpc's, per
-pair, then their median and range.
+Each pair measures both on fresh processes, the order alternated every pair
+(the machine drifts); the ratio is aio over threaded, per pair, then its
+median and range. docs/adr/0002-grpc-on-grpcio.md records the readings.
 """
 
 from __future__ import annotations
@@ -55,7 +54,7 @@ SERVICE: Final = "railyard.v1.GameService"
 METHOD: Final = f"/{SERVICE}/ApplyMove"
 ANSWER: Final = bytes(1500)
 REQUEST: Final = bytes(60)
-SERVERS: Final = ("ours", "threaded", "aio")
+SERVERS: Final = ("aio", "threaded")
 
 
 async def _answer(request: bytes, context: object) -> bytes:
@@ -72,15 +71,11 @@ def _grpc_handler(behavior: Any) -> grpc.GenericRpcHandler[bytes, bytes]:
     return grpc.method_handlers_generic_handler(SERVICE, {"ApplyMove": handler})
 
 
-async def _serve_ours(port: int) -> None:
-    from service.grpc_server import UNARY, GrpcServer, Method
+def _options() -> list[tuple[str, int]]:
+    from service.grpc_server import channel_options
     from service.settings import Settings
 
-    server = GrpcServer(Settings())
-    server.add_method(Method(METHOD, UNARY, _answer, _identity, _identity))
-    server.bind("127.0.0.1", port)
-    await server.start()
-    await asyncio.Event().wait()
+    return channel_options(Settings())
 
 
 async def _serve_threaded(port: int) -> None:
@@ -89,7 +84,7 @@ async def _serve_threaded(port: int) -> None:
     def call(request: bytes, context: grpc.ServicerContext) -> bytes:
         return asyncio.run_coroutine_threadsafe(_answer(request, context), loop).result()
 
-    server = grpc.server(concurrent.futures.ThreadPoolExecutor(64))
+    server = grpc.server(concurrent.futures.ThreadPoolExecutor(64), options=_options())
     server.add_generic_rpc_handlers((_grpc_handler(call),))
     server.add_insecure_port(f"127.0.0.1:{port}")
     server.start()
@@ -97,7 +92,7 @@ async def _serve_threaded(port: int) -> None:
 
 
 async def _serve_aio(port: int) -> None:
-    server = grpc.aio.server()
+    server = grpc.aio.server(options=_options())
     server.add_generic_rpc_handlers((_grpc_handler(_answer),))
     server.add_insecure_port(f"127.0.0.1:{port}")
     await server.start()
@@ -105,7 +100,7 @@ async def _serve_aio(port: int) -> None:
 
 
 def serve(kind: str, port: int) -> None:
-    serving = {"ours": _serve_ours, "threaded": _serve_threaded, "aio": _serve_aio}[kind]
+    serving = {"threaded": _serve_threaded, "aio": _serve_aio}[kind]
     asyncio.run(serving(port))
 
 
@@ -196,12 +191,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.pairs < 1 or args.clients < 1 or args.seconds <= 0:
         parser.error("--pairs and --clients must be at least 1, --seconds above 0")
     print(
-        f"gRPC servers, server CPU per call, {args.clients} clients, "
+        f"grpcio's servers, server CPU per call, {args.clients} clients, "
         f"{args.pairs} rotated rounds of {args.seconds:g} s ({os.cpu_count()} CPUs)"
     )
     readings: dict[str, list[Reading]] = {kind: [] for kind in SERVERS}
     for round_ in range(args.pairs):
-        order = SERVERS[round_ % 3 :] + SERVERS[: round_ % 3]
+        order = SERVERS if round_ % 2 == 0 else SERVERS[::-1]
         line = []
         for kind in order:
             reading = measure(kind, args.clients, args.seconds)
@@ -216,12 +211,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{kind}: median {statistics.median(values):.3f} ms a call "
             f"(range {min(values):.3f}-{max(values):.3f})"
         )
-    for other in SERVERS[1:]:
-        ratios = [
-            a.ms_per_call / b.ms_per_call
-            for a, b in zip(readings["ours"], readings[other], strict=True)
-        ]
-        print(ratio_line(f"ours / {other}", ratios))
+    ratios = [
+        a.ms_per_call / b.ms_per_call
+        for a, b in zip(readings["aio"], readings["threaded"], strict=True)
+    ]
+    print(ratio_line("aio / threaded", ratios))
     return 0
 
 

@@ -954,8 +954,6 @@ _AREAS: Final = (
     ("service/app.py", "service/app.py"),
     ("service/http_server.py", "service/http_server.py"),
     ("service/grpc_server.py", "service/grpc_server.py"),
-    ("service/http2.py", "service/http2.py (HTTP/2 for gRPC)"),
-    ("hpack/", "hpack"),
     ("service/store/", "service/store (RedisStore)"),
     ("protobuf/", "protobuf (json_format, messages)"),
     ("fastapi/", "fastapi"),

@@ -3,8 +3,8 @@
     .venv/bin/python bench/service_floor.py --grpc-port P --http-port Q --redis-url URL
 
 One process, exactly as ``railyard serve`` runs (``asyncio.run`` with the
-default event loop; the service's own gRPC server (service.grpc_server over
-service.http2, on that loop) with the service's default limits; uvicorn
+default event loop; grpc.aio's server on that loop, with the service's
+channel arguments and handlers (service.grpc_server); uvicorn
 serving a FastAPI app inside the same loop), whose ApplyMove does only the
 Redis round trips a real apply-move does, through the service's own
 :class:`~service.store.redis.RedisStore` (same pool, same scripts): one
@@ -16,7 +16,7 @@ rules work, a tiny response. Keys live under the ``floor`` prefix
 games, so the very same requests (real game ids in path or message) drive it.
 
 * gRPC: ``/railyard.v1.GameService/ApplyMove`` (served through
-  ``service.grpc_server.add_servicer`` as the service's methods are; the
+  ``service.grpc_server.service_handler`` as the service's methods are; the
   ``authorization`` metadata is read);
 * HTTP: ``POST /v1/games/{gameId}/moves`` (body read, not parsed), served
   through a DirectRoute as the service serves it, and ``GET /healthz``
@@ -48,7 +48,7 @@ from fastapi import FastAPI, Request  # noqa: E402
 from fastapi.responses import JSONResponse, Response  # noqa: E402
 
 from service.api import game_service_pb2 as pb  # noqa: E402
-from service.grpc_server import CallContext, GrpcServer, add_servicer  # noqa: E402
+from service.grpc_server import Context, channel_options, service_handler  # noqa: E402
 from service.http_server import DirectRoute, json_response, scope_header  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from service.store import Commit, StoredEvent  # noqa: E402
@@ -97,12 +97,12 @@ class FloorServicer:
         self.floor = floor
 
     async def ApplyMove(  # noqa: N802 (gRPC method names)
-        self, request: pb.ApplyMoveRequest, context: CallContext
+        self, request: pb.ApplyMoveRequest, context: Context
     ) -> pb.ApplyMoveResponse:
-        _token = dict(context.invocation_metadata()).get("authorization")
+        _token = dict(context.invocation_metadata() or ()).get("authorization")
         version = await self.floor.apply(request.game_id)
         if version < 0:
-            context.abort(grpc.StatusCode.ABORTED, "floor: lost the race or no game")
+            await context.abort(grpc.StatusCode.ABORTED, "floor: lost the race or no game")
         return pb.ApplyMoveResponse(game=pb.GameView(version=version))
 
 
@@ -146,10 +146,18 @@ async def serve(host: str, grpc_port: int, http_port: int, redis_url: str) -> No
     store = RedisStore(redis_url, prefix=PREFIX)
     floor = Floor(store)
     # The server and options of service.grpc_server.create_grpc_server.
-    server = GrpcServer(Settings())
+    server = grpc.aio.server(options=channel_options(Settings()))
     servicer = FloorServicer(floor)  # only ApplyMove is served
-    add_servicer(server, servicer, pb.DESCRIPTOR.services_by_name["GameService"])
-    server.bind(host, grpc_port)
+    server.add_generic_rpc_handlers(
+        (
+            service_handler(
+                servicer,
+                pb.DESCRIPTOR.services_by_name["GameService"],
+                lambda method, code, seconds: None,
+            ),
+        )
+    )
+    server.add_insecure_port(f"{host}:{grpc_port}")
     # The uvicorn options of service.server.serve.
     config = uvicorn.Config(
         create_http_app(floor),

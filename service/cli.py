@@ -77,6 +77,11 @@ def _serve(args: argparse.Namespace) -> int:
             ("idle_timeout", args.idle_timeout),
             ("grpc_idle_timeout", args.grpc_idle_timeout),
             ("max_body_bytes", args.max_body_bytes),
+            ("grpc_max_streams", args.grpc_max_streams),
+            ("grpc_max_connection_age", args.grpc_max_connection_age),
+            ("tls_cert", args.tls_cert),
+            ("tls_key", args.tls_key),
+            ("tls_client_ca", args.tls_client_ca),
         )
         if value is not None
     }
@@ -697,6 +702,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=int,
         default=None,
         help="bytes of a request body or gRPC message (RAILYARD_MAX_BODY_BYTES, 1048576)",
+    )
+    serve.add_argument(
+        "--grpc-max-streams",
+        type=int,
+        default=None,
+        help="streams one gRPC connection may open at once (RAILYARD_GRPC_MAX_STREAMS, 256)",
+    )
+    serve.add_argument(
+        "--grpc-max-connection-age",
+        type=float,
+        default=None,
+        help="seconds a gRPC connection lives before the server ends it with GOAWAY; its "
+        "calls get RAILYARD_GRPC_CONNECTION_AGE_GRACE (60) to finish "
+        "(RAILYARD_GRPC_MAX_CONNECTION_AGE, 3600)",
+    )
+    serve.add_argument(
+        "--tls-cert",
+        default=None,
+        help="PEM certificate chain: TLS on both ports, with --tls-key (RAILYARD_TLS_CERT)",
+    )
+    serve.add_argument("--tls-key", default=None, help="its PEM private key (RAILYARD_TLS_KEY)")
+    serve.add_argument(
+        "--tls-client-ca",
+        default=None,
+        help="PEM CA certificates: mutual TLS, clients must present a certificate they "
+        "signed (RAILYARD_TLS_CLIENT_CA)",
     )
     _play_options(sub.add_parser("play", help="play in the terminal against bots (default)"))
     _arena_options(sub.add_parser("arena", help="bots against bots on the engine alone"))

@@ -12,14 +12,13 @@ to the descriptor pool so that reflection can describe itself under v1 too.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
+import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool
 from grpc_reflection.v1alpha import reflection, reflection_pb2
-from grpc_reflection.v1alpha._async import ReflectionServicer
 
-if TYPE_CHECKING:
-    from service.grpc_server import GrpcServer
+# (grpc-stubs' stubs predate the asyncio servicer.)
+from grpc_reflection.v1alpha.reflection import aio as reflection_aio  # type: ignore[attr-defined]
 
 V1ALPHA_PACKAGE = "grpc.reflection.v1alpha"
 V1_PACKAGE = "grpc.reflection.v1"
@@ -52,23 +51,20 @@ def _register_v1(pool: descriptor_pool.DescriptorPool) -> None:
         pool.Add(_v1_file())
 
 
-def enable(server: GrpcServer, service_names: Iterable[str]) -> None:
+def enable(server: grpc.aio.Server, service_names: Iterable[str]) -> None:
     """Serve reflection for ``service_names`` (and itself) under v1 and v1alpha."""
-    from service.grpc_server import BIDI_STREAMING, Method  # (it imports this module)
-
     pool = descriptor_pool.Default()
     _register_v1(pool)
     names = (*service_names, V1_SERVICE_NAME, V1ALPHA_SERVICE_NAME)
     # The library's asyncio servicer: it answers from the pool alone, each
     # request as it arrives on the stream.
-    servicer = ReflectionServicer(names, pool=pool)
+    servicer = reflection_aio.ReflectionServicer(names, pool=pool)  # type: ignore[attr-defined]
     for service in (V1_SERVICE_NAME, V1ALPHA_SERVICE_NAME):
-        server.add_method(
-            Method(
-                path=f"/{service}/ServerReflectionInfo",
-                kind=BIDI_STREAMING,
-                behavior=servicer.ServerReflectionInfo,
-                decode=reflection_pb2.ServerReflectionRequest.FromString,
-                encode=reflection_pb2.ServerReflectionResponse.SerializeToString,
-            )
+        handler = grpc.stream_stream_rpc_method_handler(
+            servicer.ServerReflectionInfo,
+            request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
+            response_serializer=reflection_pb2.ServerReflectionResponse.SerializeToString,
+        )
+        server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler(service, {"ServerReflectionInfo": handler}),)
         )

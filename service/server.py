@@ -10,6 +10,7 @@ import os
 import resource
 import signal
 import socket
+import ssl
 from collections.abc import Iterator
 from typing import Any, Final
 
@@ -115,6 +116,21 @@ class _QuietServer(uvicorn.Server):
         yield
 
 
+def _tls_options(settings: Settings) -> dict[str, Any]:
+    """uvicorn's own TLS settings for the HTTP port (none: cleartext); with
+    a client CA, a client must present a certificate it signed."""
+    if not settings.tls_cert:
+        return {}
+    options: dict[str, Any] = {
+        "ssl_certfile": settings.tls_cert,
+        "ssl_keyfile": settings.tls_key,
+    }
+    if settings.tls_client_ca:
+        options["ssl_ca_certs"] = settings.tls_client_ca
+        options["ssl_cert_reqs"] = ssl.CERT_REQUIRED
+    return options
+
+
 def make_store(settings: Settings) -> Store:
     """Redis when a URL is configured; else the in-process memory store."""
     if settings.redis_url:
@@ -182,6 +198,7 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
         # SSE watcher would hold SIGTERM forever. Clients resume elsewhere with
         # Last-Event-ID.
         timeout_graceful_shutdown=5,
+        **_tls_options(settings),
     )
     http_server = _QuietServer(config)
     stop = asyncio.Event()

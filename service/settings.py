@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Literal
 
@@ -112,10 +113,28 @@ class Settings(BaseSettings):
     #: Seconds a gRPC connection with no call open is kept (grpc.max_connection_idle_ms;
     #: the client reconnects by itself on its next call).
     grpc_idle_timeout: float = Field(60, gt=0)
+    #: Streams one gRPC connection may open at once (grpc.max_concurrent_streams,
+    #: HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS): one more is refused. A client
+    #: holding more watches opens more connections.
+    grpc_max_streams: int = Field(256, ge=1)
+    #: Seconds a gRPC connection lives (grpc.max_connection_age_ms) before
+    #: the server ends it with GOAWAY; its calls then have
+    #: ``grpc_connection_age_grace`` seconds to finish (a watch resumes on a new
+    #: connection from its last version).
+    grpc_max_connection_age: float = Field(3600, gt=0)
+    grpc_connection_age_grace: float = Field(60, ge=0)
     #: Bytes of a request body (HTTP) or message (gRPC's max_receive_message_length):
     #: a real one is under a kilobyte, and an unbounded read would let one
     #: client fill the replica's memory.
     max_body_bytes: int = Field(1 << 20, ge=1024)
+
+    # TLS on both ports (none: cleartext, for a proxy or mesh that terminates it).
+    #: PEM certificate chain and its private key.
+    tls_cert: str = ""
+    tls_key: str = ""
+    #: PEM CA certificates: with it, mutual TLS (a client must present a
+    #: certificate signed by one of them, on both ports).
+    tls_client_ca: str = ""
 
     # Tenants (service.tenants, README "Tenants and API keys"): with any key
     # configured, CreateGame needs one; none keeps the open embedded default.
@@ -136,6 +155,18 @@ class Settings(BaseSettings):
     def _proxies(cls, value: str) -> str:
         TrustedProxies.parse(value)  # raises ValueError naming the bad entry
         return value
+
+    @model_validator(mode="after")
+    def _tls(self) -> Settings:
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise ValueError("tls_cert and tls_key go together: give both, or neither")
+        if self.tls_client_ca and not self.tls_cert:
+            raise ValueError("tls_client_ca (mutual TLS) needs tls_cert and tls_key")
+        for name in ("tls_cert", "tls_key", "tls_client_ca"):
+            path = getattr(self, name)
+            if path and not os.access(path, os.R_OK):
+                raise ValueError(f"{name}: {path!r} is not a readable file")
+        return self
 
     @model_validator(mode="after")
     def _keys(self) -> Settings:

@@ -113,6 +113,15 @@ def active_provider(given: trace.TracerProvider | None) -> trace.TracerProvider 
     return current
 
 
+def grpc_server_interceptor(provider: trace.TracerProvider) -> Any:
+    """OpenTelemetry's own grpc.aio server interceptor: a server span per
+    call named for its method, in the trace its ``traceparent`` metadata
+    names, with the ``rpc.*`` attributes and the status code."""
+    from opentelemetry.instrumentation.grpc import aio_server_interceptor
+
+    return aio_server_interceptor(tracer_provider=provider)  # type: ignore[no-untyped-call]
+
+
 # ------------------------------------------------------------------ the store
 
 

