@@ -858,8 +858,10 @@ def test_cl_cf_1_its_own_options_and_preset() -> None:
 
 @pytest.mark.parametrize("move", ["2-9@p0", "2-9@p1", "2-9@p0.1", "2-9@l0", "2-9@l1"])
 def test_cl_cf_1_no_personal_trains(move: str) -> None:
+    """A target that is no line or branch names MT-TR-3 (CL-CF-1's last
+    sentence: the rule of section 2 it builds on)."""
     game = position(hands=["9-2", "9-4", "0-0", "6-6"], boneyard="7-8")
-    error = illegal(game, move, "NO_SUCH_TRAIN", "CL-CF-1")
+    error = illegal(game, move, "NO_SUCH_TRAIN", "MT-TR-3")
     assert "@m0 to @m3" in error.message
     assert sorted(legal(game)) == ["2-9@m0", "2-9@m1", "2-9@m2", "2-9@m3"]
 

@@ -20,7 +20,7 @@ What is checked, on both transports:
 * refusals, each with its reason and rule id, none changing the stored
   game: options Chicken Foot does not have (CL-SET-1), a move on a started
   line during the line-start phase (CL-CF-1 MUST_START_LINE), a personal
-  train (CL-CF-1 NO_SUCH_TRAIN), not this seat's turn, a play away from an
+  train (MT-TR-3 NO_SUCH_TRAIN: CL-CF-1 names the rule it builds on), not this seat's turn, a play away from an
   open chicken foot (MT-DBL-3), after the end;
 * ``railyard play --game chicken_foot`` in a terminal, from piped input.
 """
@@ -750,12 +750,13 @@ async def _refused_moves(one: e2e.Instance, client: Client) -> None:
     await refused(None, first, "UNAUTHENTICATED")
     await refused(tokens[mover], first, "VERSION_MISMATCH", expected=1)
     await refused(tokens[other], first, "NOT_YOUR_TURN", "MT-ENG-2", "NOT_YOUR_TURN")
-    # CL-CF-1: no personal trains, no classic line.
+    # CL-CF-1: no personal trains, no classic line; such a target is no line
+    # or branch, which MT-TR-3 refuses.
     await refused(
-        tokens[mover], play(tile, {"seat": mover}), "ILLEGAL_MOVE", "CL-CF-1", "NO_SUCH_TRAIN"
+        tokens[mover], play(tile, {"seat": mover}), "ILLEGAL_MOVE", "MT-TR-3", "NO_SUCH_TRAIN"
     )
     await refused(
-        tokens[mover], play(tile, {"line": {}}), "ILLEGAL_MOVE", "CL-CF-1", "NO_SUCH_TRAIN"
+        tokens[mover], play(tile, {"line": {}}), "ILLEGAL_MOVE", "MT-TR-3", "NO_SUCH_TRAIN"
     )
     await refused(tokens[mover], {"endTurn": {}}, "ILLEGAL_MOVE", "MT-FT-1", "CANNOT_END_TURN")
     # The first line starts; every other line must start before it is extended.
@@ -810,7 +811,7 @@ async def _refused_moves(one: e2e.Instance, client: Client) -> None:
     await refused(stranger, {"draw": {}}, "BAD_SEAT_TOKEN")
     expected = {
         ("NOT_YOUR_TURN", "MT-ENG-2", "NOT_YOUR_TURN"),
-        ("ILLEGAL_MOVE", "CL-CF-1", "NO_SUCH_TRAIN"),
+        ("ILLEGAL_MOVE", "MT-TR-3", "NO_SUCH_TRAIN"),
         ("ILLEGAL_MOVE", "CL-CF-1", "MUST_START_LINE"),
         ("ILLEGAL_MOVE", "MT-FT-1", "CANNOT_END_TURN"),
         ("ILLEGAL_MOVE", "MT-DBL-3", "MUST_COVER_DOUBLE"),
@@ -827,7 +828,7 @@ def test_railyard_play_chicken_foot_in_the_terminal() -> None:
     """``railyard play --game chicken_foot`` against its own in-process
     service, from piped input: the table shows the station and its lines
     (no personal train, no Mexican train of Mexican Train's), each foot's
-    branches with their open ends, refuses a personal train naming CL-CF-1,
+    branches with their open ends, refuses a personal train naming MT-TR-3,
     and plays to the end."""
     parser = argparse.ArgumentParser()
     cli._play_options(parser)

@@ -105,9 +105,11 @@ class ChickenFoot(MexicanTrain):
         train = move.train
         if move.kind is MoveKind.PLAY and train is not None:
             if train.kind is not TrainKind.MEXICAN:
+                # RULES.md CL-CF-1: a target that is no line or branch breaks
+                # MT-TR-3; CL-CF-1's own id is for the start phase.
                 return _illegal(
                     "NO_SUCH_TRAIN",
-                    "CL-CF-1",
+                    "MT-TR-3",
                     f"Chicken Foot has no {train} train: play on a line, @m0 to "
                     f"@m{self._slots - 1}",
                 )
