@@ -36,13 +36,13 @@ import itertools
 import logging
 import multiprocessing
 import os
-import select
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from typing import Final
 
 import orjson
@@ -171,33 +171,29 @@ def _play_elsewhere(
     return orjson.dumps(game.to_dict()), moves, turns.decisions, turns.cpu
 
 
-def _start_worker(service_pid: int) -> None:
+def _start_worker(service: Connection) -> None:
     """A worker's set-up: a lower CPU priority, and an end with its service.
 
-    A worker waits on its call queue, whose write end it holds itself, so a
-    service killed outright (SIGKILL, the OOM killer) would leave it, its
-    forkserver and the resource tracker running for ever: a thread ends the
-    worker when the service's process is gone (a pidfd where Linux has one,
-    else a check every second)."""
+    A worker waits on its call queue, whose write end it holds itself, and
+    may be deep in an expert's search when its service stops, while the
+    service's exit waits for it (concurrent.futures joins its workers at
+    exit). So a worker ends at once, whatever it is doing, when the pipe
+    ``service`` reaches its end: the service closed its end
+    (:meth:`BotPlayer.close`: the answers are no longer wanted) or its
+    process is gone (SIGKILL, the OOM killer), the kernel closing it. Its
+    forkserver and the resource tracker then see their own pipes close and
+    end too."""
     os.nice(_WORKER_NICENESS)
     threading.Thread(
-        target=_exit_with, args=(service_pid,), name="railyard-service-watch", daemon=True
+        target=_exit_with, args=(service,), name="railyard-service-watch", daemon=True
     ).start()
 
 
-def _exit_with(pid: int) -> None:
-    try:
-        watched: int | None = os.pidfd_open(pid)
-    except (AttributeError, OSError):  # no pidfd here, or the service is gone already
-        watched = None
-    if watched is not None:
-        select.select([watched], [], [])  # readable once the process has exited
-    else:
-        with contextlib.suppress(ProcessLookupError):
-            while True:
-                os.kill(pid, 0)
-                time.sleep(1.0)
-    os._exit(0)  # no cleanup to wait for: the service that wanted the answers is gone
+def _exit_with(service: Connection) -> None:
+    with contextlib.suppress(EOFError, OSError):
+        while True:
+            service.recv_bytes()  # (nothing is ever sent: it returns at the end)
+    os._exit(0)  # no cleanup to wait for: the service no longer wants the answers
 
 
 class BotsBusyError(Exception):
@@ -222,6 +218,8 @@ class BotPlayer:
         self._processes = (os.cpu_count() or 1) if processes is None else processes
         self._cpu_limit = cpu_limit
         self._pool: ProcessPoolExecutor | None = None
+        #: Closed to end the pool's workers at once (:func:`_start_worker`).
+        self._stop: Connection | None = None
         self._max_waiting_creates = waiting_creates or 4 * max(1, self._processes)
         self._busy = 0  # workers running a job
         # (lane, arrival, future): lane 0 = a move's turns, 1 = a CreateGame's,
@@ -322,18 +320,24 @@ class BotPlayer:
     def _executor(self) -> ProcessPoolExecutor:
         if self._pool is None:
             context = multiprocessing.get_context("forkserver")
+            # Only this process holds the write end (pipes are not inherited):
+            # the workers read its end when it is closed or this process dies.
+            reader, self._stop = context.Pipe(duplex=False)
             self._pool = ProcessPoolExecutor(
                 self._processes,
                 mp_context=context,
                 initializer=_start_worker,
-                initargs=(os.getpid(),),
+                initargs=(reader,),
             )
         return self._pool
 
     def _close_pool(self) -> None:
         pool, self._pool = self._pool, None
+        stop, self._stop = self._stop, None
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
+        if stop is not None:
+            stop.close()  # the workers end now, a search in progress included
 
     def close(self) -> None:
         self._close_pool()

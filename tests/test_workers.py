@@ -7,6 +7,7 @@ worker per request."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -258,3 +259,83 @@ def test_a_worker_that_cannot_start_stops_the_start(redis_url: str) -> None:
     assert "nosuch" in done.stderr
     assert "exited at its start" in done.stderr
     assert "restarted" not in done.stderr
+
+
+#: A replica's grace period (service.server.serve: gRPC's stop, uvicorn's
+#: graceful shutdown and background play's hand-back are each bounded at
+#: it), and what the issue allows beyond it for every process to be gone.
+GRACE = 5.0
+SLACK = 2.0
+
+
+def bot_traffic(server: Serve) -> None:
+    """Games against expert bots (their turns are played in each worker's
+    bot pool, a forkserver and its resource tracker beside it) and games of
+    bots only (played in the background), through fresh connections so both
+    workers take some."""
+
+    async def go() -> None:
+        async with httpx.AsyncClient(base_url=server.base_url, timeout=30, limits=FRESH) as http:
+            for n in range(6):
+                players = [
+                    {"displayName": "Ana"},
+                    {"displayName": "Bot", "bot": "BOT_LEVEL_EXPERT"},
+                ]
+                reply = await http.post(
+                    "/v1/games",
+                    json={"ruleset": SHORT_JSON, "players": players, "seed": f"bots{n}"},
+                )
+                assert reply.status_code == 200, reply.text
+                body = reply.json()
+                tokens = {int(s.get("seat", 0)): s["token"] for s in body["seats"]}
+                await play_http(http, body["game"]["gameId"], tokens, moves=3)
+                everyone = [{"displayName": f"B{i}", "bot": "BOT_LEVEL_EXPERT"} for i in range(2)]
+                reply = await http.post("/v1/games", json={"players": everyone, "seed": f"bg{n}"})
+                assert reply.status_code == 200, reply.text
+
+    run(go())
+
+
+def pool_started(processes: set[int]) -> bool:
+    """Whether a bot pool's forkserver is among ``processes``."""
+    for pid in processes:
+        with contextlib.suppress(OSError):
+            if "forkserver" in Path(f"/proc/{pid}/cmdline").read_text(errors="replace"):
+                return True
+    return False
+
+
+def gone_within(processes: set[int], seconds: float) -> list[int]:
+    """The processes still alive after ``seconds`` (waited for as they go)."""
+    deadline = time.monotonic() + seconds
+    while (left := [pid for pid in processes if alive(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_every_process_is_gone_within_the_grace_after_bot_traffic(
+    tmp_path: Path, redis_url: str, how: str
+) -> None:
+    """After bot traffic (each worker's bot pool and forkserver running, games
+    of bots only playing in the background), a SIGTERM to the supervisor, or
+    a SIGKILL of it, leaves no process of the tree (workers, bot workers,
+    forkservers, resource trackers) past the grace period plus 2 s."""
+    with serve(tmp_path, redis_url, f"bots-{how}", RAILYARD_WORKERS="2") as server:
+        worker_pids(server)
+        bot_traffic(server)
+        processes = descendants(server.proc.pid)
+        assert pool_started(processes), "no bot pool started: the test would prove nothing"
+        server.proc.send_signal(signal.Signals[how])
+        begun = time.monotonic()
+        left = gone_within(processes | {server.proc.pid}, GRACE + SLACK)
+        took = time.monotonic() - begun
+        assert not left, (
+            f"{how}: {len(left)} processes left after {took:.1f} s: "
+            + "; ".join(
+                Path(f"/proc/{pid}/cmdline").read_text(errors="replace").replace("\0", " ")[:120]
+                for pid in left
+                if alive(pid)
+            )
+            + f"\n{server.log()[-4000:]}"
+        )
