@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Final
 
 #: Buckets kept at most: the least recently used is forgotten past it, which
@@ -26,10 +27,14 @@ class TokenBuckets:
     """``burst`` tokens per key, refilled at ``rate`` per second; at most
     ``max_buckets`` keys (least recently used forgotten first), O(1) a call."""
 
-    def __init__(self, max_buckets: int = MAX_BUCKETS) -> None:
+    def __init__(
+        self, max_buckets: int = MAX_BUCKETS, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        """``clock``: seconds, what the buckets refill by."""
         if max_buckets < 1:
             raise ValueError("max_buckets must be at least 1")
         self._max = max_buckets
+        self._clock = clock
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
 
     def __len__(self) -> int:
@@ -38,7 +43,7 @@ class TokenBuckets:
     def take(self, key: str, rate: float, burst: int) -> float:
         """Take a token for ``key``: 0.0, or the seconds until one is there
         (then nothing is taken)."""
-        now = time.monotonic()
+        now = self._clock()
         buckets = self._buckets
         held = buckets.get(key)
         if held is None:

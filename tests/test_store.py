@@ -41,13 +41,44 @@ def kind(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
+class HandClock:
+    """A clock the test moves (the memory store's TTLs age by it)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 @pytest.fixture
-def make_store(kind: str, request: pytest.FixtureRequest) -> Callable[..., Any]:
-    """A factory of stores of this kind; Redis ones all share one server."""
+def clock() -> HandClock:
+    return HandClock()
+
+
+@pytest.fixture
+def make_store(kind: str, request: pytest.FixtureRequest, clock: HandClock) -> Callable[..., Any]:
+    """A factory of stores of this kind; Redis ones all share one server.
+    The memory store ages by ``clock``."""
     if kind == "memory":
-        return MemoryStore
+        return lambda **kw: MemoryStore(clock=clock, **kw)
     url = request.getfixturevalue("redis_url")
     return lambda **kw: RedisStore(url, **kw)
+
+
+@pytest.fixture
+def elapse(kind: str, clock: HandClock) -> Callable[[float], Any]:
+    """Let ``seconds`` pass for the store: the memory store's clock is moved;
+    Redis expires keys by its own clock, so real time passes there (TTLs of
+    tenths of a second, checked with margins a loaded machine keeps)."""
+
+    async def wait(seconds: float) -> None:
+        if kind == "memory":
+            clock.now += seconds
+        else:
+            await asyncio.sleep(seconds)
+
+    return wait
 
 
 async def two_stores(make_store: Callable[..., Any], kind: str, **kw: Any) -> tuple[Any, Any]:
@@ -373,12 +404,12 @@ def test_memory_store_wakes_only_the_waiters_of_the_game_that_changed():
 # --- TTLs ------------------------------------------------------------------------
 
 
-def test_a_game_expires(make_store):
+def test_a_game_expires(make_store, elapse):
     async def go():
         store = make_store(game_ttl=0.3, request_ttl=0.3)
         await store.create(RECORD, OPENING, "create:k", b"c")
         assert await store.load(GAME) == RECORD
-        await asyncio.sleep(0.45)
+        await elapse(0.45)
         assert await store.load(GAME) is None
         assert await store.read_events(GAME, -1) == []
         assert await store.recall(GAME, "create:k") is None
@@ -391,28 +422,28 @@ def test_a_game_expires(make_store):
     run(go())
 
 
-def test_a_commit_refreshes_the_game_ttl(make_store):
+def test_a_commit_refreshes_the_game_ttl(make_store, elapse):
     async def go():
         store = make_store(game_ttl=1.0)
         await store.create(RECORD, OPENING, None, None)
-        await asyncio.sleep(0.6)
+        await elapse(0.6)
         assert await store.commit(GAME, 1, 2, b"s2", move(2, b"e"), None, None) is Commit.OK
-        await asyncio.sleep(0.6)  # 1.2 s after the create, 0.6 s after the commit
+        await elapse(0.6)  # 1.2 s after the create, 0.6 s after the commit
         assert (await store.load(GAME)).version == 2
         assert len(await store.read_events(GAME, -1)) == 4
-        await asyncio.sleep(0.6)
+        await elapse(0.6)
         assert await store.load(GAME) is None
         await store.close()
 
     run(go())
 
 
-def test_a_response_is_forgotten_after_its_ttl(make_store):
+def test_a_response_is_forgotten_after_its_ttl(make_store, elapse):
     async def go():
         store = make_store(game_ttl=30, request_ttl=0.3)
         await store.create(RECORD, OPENING, "create:k", b"c")
         assert await store.commit(GAME, 1, 2, b"s2", [], "m:k", b"m") is Commit.OK
-        await asyncio.sleep(0.45)
+        await elapse(0.45)
         assert await store.recall(GAME, "create:k") is None
         assert await store.recall(GAME, "m:k") is None
         assert (await store.load(GAME)).version == 2

@@ -98,9 +98,20 @@ def test_the_live_game_count_is_checked_and_added_in_one_step(redis_url: str, ki
     """reserve_live counts a game once (a retry finds it HELD), refuses past
     the cap, frees a place on release and when the place expires (game_ttl)."""
 
+    now = [1000.0]
+
+    async def elapse(seconds: float) -> None:
+        # Redis expires by its own clock: there real time passes.
+        if kind == "memory":
+            now[0] += seconds
+        else:
+            await asyncio.sleep(seconds)
+
     async def go() -> None:
         store: Store = (
-            MemoryStore(game_ttl=0.5) if kind == "memory" else RedisStore(redis_url, game_ttl=0.5)
+            MemoryStore(game_ttl=0.5, clock=lambda: now[0])
+            if kind == "memory"
+            else RedisStore(redis_url, game_ttl=0.5)
         )
         try:
             assert await store.reserve_live("acme", "g1", 2) is Reservation.ADDED
@@ -112,7 +123,7 @@ def test_the_live_game_count_is_checked_and_added_in_one_step(redis_url: str, ki
             await store.release_live("acme", "g1")  # idempotent
             assert await store.reserve_live("acme", "g3", 2) is Reservation.ADDED
             assert await store.reserve_live("acme", "g4", 2) is Reservation.FULL
-            await asyncio.sleep(0.7)  # g2 and g3 stop counting: left unfinished
+            await elapse(0.7)  # g2 and g3 stop counting: left unfinished
             assert await store.reserve_live("acme", "g4", 2) is Reservation.ADDED
             assert await store.reserve_live("acme", "g5", 0) is Reservation.ADDED  # 0: no cap
         finally:

@@ -18,7 +18,7 @@ import ctypes
 import ctypes.util
 import heapq
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -60,7 +60,15 @@ def _malloc_trim() -> None:
 class MemoryStore:
     name = "memory"
 
-    def __init__(self, game_ttl: float = 7 * 86400, request_ttl: float = 86400) -> None:
+    def __init__(
+        self,
+        game_ttl: float = 7 * 86400,
+        request_ttl: float = 86400,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """``clock``: seconds, what the TTLs, the tenants' live games and the
+        rate buckets age by (tests pass one they move by hand)."""
+        self._clock = clock
         self._games: dict[str, _Game] = {}
         # (expiry, game id) once per game; an entry past due whose game has
         # been refreshed meanwhile is pushed again with the new expiry.
@@ -69,7 +77,7 @@ class MemoryStore:
         self._request_ttl = request_ttl
         # The waiters of each game: a change wakes only that game's.
         self._waiters: dict[str, set[asyncio.Future[None]]] = {}
-        self._buckets = TokenBuckets()
+        self._buckets = TokenBuckets(clock=clock)
         self._sweeper: asyncio.Task[None] | None = None
         self._freed = 0  # games freed since the C heap was last trimmed
         #: Each tenant's games in progress: game id -> when it stops counting.
@@ -83,7 +91,7 @@ class MemoryStore:
         return len(self._games)
 
     def _live(self, game_id: str) -> _Game | None:
-        self._evict(time.monotonic())
+        self._evict(self._clock())
         return self._games.get(game_id)
 
     def _evict(self, now: float) -> None:
@@ -112,7 +120,7 @@ class MemoryStore:
     async def _sweep(self) -> None:
         while True:
             await asyncio.sleep(SWEEP_INTERVAL)
-            self._evict(time.monotonic())
+            self._evict(self._clock())
 
     async def create(
         self,
@@ -121,7 +129,7 @@ class MemoryStore:
         request_key: str | None,
         response: bytes | None,
     ) -> bytes | None:
-        now = time.monotonic()
+        now = self._clock()
         game = self._live(record.game_id)
         if game is not None:
             if request_key is not None:
@@ -157,7 +165,7 @@ class MemoryStore:
             return Commit.NOT_FOUND
         if game.record.version != expected_version:
             return Commit.VERSION_MISMATCH
-        now = time.monotonic()
+        now = self._clock()
         game.record = GameRecord(game_id, version, state, game.record.meta, deadline_ms)
         game.events.extend(events)
         game.expires = now + self._game_ttl
@@ -174,7 +182,7 @@ class MemoryStore:
 
     async def recall(self, game_id: str, request_key: str) -> bytes | None:
         game = self._live(game_id)
-        return None if game is None else self._recall(game, request_key, time.monotonic())
+        return None if game is None else self._recall(game, request_key, self._clock())
 
     async def read_events(self, game_id: str, after_version: int) -> list[StoredEvent]:
         game = self._live(game_id)
@@ -225,7 +233,7 @@ class MemoryStore:
         return self._buckets.take(key, rate, burst)  # one process: shared already
 
     async def reserve_live(self, tenant: str, game_id: str, cap: int) -> Reservation:
-        now = time.monotonic()
+        now = self._clock()
         games = self._live_games.setdefault(tenant, {})
         for expired in [g for g, until in games.items() if until <= now]:
             del games[expired]
