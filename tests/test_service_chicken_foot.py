@@ -20,8 +20,9 @@ What is checked, on both transports:
 * refusals, each with its reason and rule id, none changing the stored
   game: options Chicken Foot does not have (CL-SET-1), a move on a started
   line during the line-start phase (CL-CF-1 MUST_START_LINE), a personal
-  train (MT-TR-3 NO_SUCH_TRAIN: CL-CF-1 names the rule it builds on), not this seat's turn, a play away from an
-  open chicken foot (MT-DBL-3), after the end;
+  train (MT-TR-3 NO_SUCH_TRAIN: CL-CF-1 names the rule it builds on), not
+  this seat's turn, a play away from an open chicken foot (MT-DBL-3), after
+  the end;
 * ``railyard play --game chicken_foot`` in a terminal, from piped input.
 """
 
