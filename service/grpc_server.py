@@ -108,8 +108,12 @@ def channel_options(settings: Settings) -> list[tuple[str, int]]:
         ("grpc.max_metadata_size", settings.max_header_bytes),
         ("grpc.absolute_max_metadata_size", settings.max_header_bytes),
         # Streams open at once on one connection: half-open streams cannot
-        # pile up past it (the one over is refused with RST_STREAM).
+        # pile up past it (the one over is refused with RST_STREAM), and with
+        # overload protection a stream the client reset keeps counting until
+        # the server is done with it, so a rapid-reset flood cannot start
+        # calls faster than they end (tests/test_grpc_floods.py).
         ("grpc.max_concurrent_streams", settings.grpc_max_streams),
+        ("grpc.http.overload_protection", 1),
         ("grpc.max_allowed_incoming_connections", settings.grpc_max_connections),
         ("grpc.server_handshake_timeout_ms", int(settings.header_timeout * 1000)),
         # A connection with no call open is closed (GOAWAY); a client
