@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
@@ -26,7 +27,7 @@ from google.protobuf import any_pb2, message_factory
 from google.protobuf.descriptor import ServiceDescriptor
 from google.protobuf.message import DecodeError, Message
 from google.rpc import error_details_pb2, status_pb2
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2
 from grpc_health.v1.health import aio as health_aio  # type: ignore[attr-defined]
 from grpc_status import rpc_status
 
@@ -173,17 +174,18 @@ _Count = Callable[[str, str, float], None]
 
 
 def _serving(
-    name: str, behavior: Callable[..., Any], streaming: bool, count: _Count
+    name: str, behavior: Callable[..., Any], streaming: bool, count: _Count | None
 ) -> Callable[..., Any]:
     """``behavior``, with a request that did not decode (an
     :class:`_Undecodable`) answered with its INVALID_ARGUMENT (and counted)
     before it runs."""
 
     async def refuse(request: _Undecodable, context: Context) -> NoReturn:
-        count(name, request.error.code.name, 0.0)
+        if count is not None:
+            count(name, request.error.code.name, 0.0)
         await _abort(context, request.error)
 
-    if streaming:
+    if streaming and inspect.isasyncgenfunction(behavior):
 
         async def stream(request: Any, context: Context) -> AsyncIterator[Any]:
             if isinstance(request, _Undecodable):
@@ -193,6 +195,8 @@ def _serving(
 
         return stream
 
+    # A unary answer, or a stream written with ``context.write`` (the
+    # health servicer's Watch).
     async def unary(request: Any, context: Context) -> Any:
         if isinstance(request, _Undecodable):
             await refuse(request, context)
@@ -202,11 +206,11 @@ def _serving(
 
 
 def service_handler(
-    servicer: object, service: ServiceDescriptor, count: _Count
+    servicer: object, service: ServiceDescriptor, count: _Count | None = None
 ) -> grpc.GenericRpcHandler[Any, Any]:
     """grpc's handler for ``servicer``'s methods of ``service``, built from the
     descriptor (the generated code stays as generated), each request decoded
-    by :func:`_decoder`."""
+    by :func:`_decoder` (counted by ``count`` when it does not decode)."""
     handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
     for method in service.methods:
         behavior = getattr(servicer, method.name, None)
@@ -452,7 +456,9 @@ def create_grpc_server(
         )
     )
     health_servicer = StoreHealth(app)
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    server.add_generic_rpc_handlers(
+        (service_handler(health_servicer, health_pb2.DESCRIPTOR.services_by_name["Health"]),)
+    )
     reflection.enable(server, (SERVICE_NAME, HEALTH_SERVICE_NAME))
     address = _address(host, port)
     credentials = server_credentials(app.settings)
