@@ -193,8 +193,13 @@ def test_hundreds_of_watchers_share_a_constant_number_of_redis_connections(
     seconds of its ApplyMove (the keep-alive re-check is 15 s away)."""
     games, per_game, rounds = 30, 10, 4
 
+    # The 150 gRPC watches share the one channel of the instance: its
+    # connection may hold them all (a client over the default cap of
+    # RAILYARD_GRPC_MAX_STREAMS a connection opens more connections).
+    settings = Settings(grpc_max_streams=games * per_game)
+
     async def go() -> None:
-        async with instance(RedisStore(redis_url)) as svc:
+        async with instance(RedisStore(redis_url), settings) as svc:
             created = [
                 await svc.stub.CreateGame(pb.CreateGameRequest(players=people(2), seed=f"many-{i}"))
                 for i in range(games)
