@@ -11,9 +11,10 @@ server stack (the service's gRPC server, or uvicorn + FastAPI, in the same
 default asyncio loop) whose ApplyMove does only the Redis round trips a real
 one does (``RedisStore.load`` + ``RedisStore.commit``) and no rules
 (``bench/service_floor.py``), so what the transport and the store cost
-alone is in the same run. Targets (issue 15): p99 < 100 ms at 50 clients
-on both transports, a gRPC move at most 0.85 ms of server CPU, and at most
-1.4x an HTTP move's.
+alone is in the same run. Targets (issue 23): p99 < 100 ms at 50 clients
+on both transports, and a gRPC move at most 0.85 ms of server CPU; gRPC's
+CPU a move over HTTP's is printed (issue 15's 1.4x target is withdrawn:
+grpcio's server costs what it costs, docs/adr/0002-grpc-on-grpcio.md).
 
 Runs and medians: this machine's speed drifts by a fifth over minutes, so
 one run proves little. Each transport is measured ``--repeat`` times (3),
@@ -113,11 +114,10 @@ from service import convert  # noqa: E402
 from service.api import game_service_pb2 as pb  # noqa: E402
 from service.api import game_service_pb2_grpc as pb_grpc  # noqa: E402
 
-#: Issue 15's targets: p99 at 50 clients on both transports; server CPU a
-#: gRPC move; a gRPC move's server CPU over an HTTP move's (the pairs of one run).
+#: Issue 23's targets: p99 at 50 clients on both transports; server CPU a
+#: gRPC move.
 TARGET_P99_MS: Final = 100.0
 TARGET_GRPC_MS: Final = 0.85
-TARGET_GRPC_OVER_HTTP: Final = 1.4
 APPLY_METHOD: Final = "/railyard.v1.GameService/ApplyMove"
 SERVICE_PREFIX: Final = "ry"  # RedisStore's default key prefix
 FLOOR_PREFIX: Final = "floor"  # bench/service_floor.py's
@@ -510,6 +510,9 @@ def setup_games(
 
 
 async def _play_openings(target: str, clients: Sequence[Sequence[Game]]) -> None:
+    # At most 16 calls in flight on the one connection: under the server's
+    # stream cap a connection (RAILYARD_GRPC_MAX_STREAMS), as _create_games.
+    limit = asyncio.Semaphore(16)
     async with grpc.aio.insecure_channel(target) as channel:
         call = channel.unary_unary(
             APPLY_METHOD, request_serializer=None, response_deserializer=None
@@ -519,7 +522,8 @@ async def _play_openings(target: str, clients: Sequence[Sequence[Game]]) -> None
             for i in range(game.start):
                 token = game.tokens[game.seats[i]]
                 metadata = (("authorization", f"Bearer {token}"),)
-                await call(game.frames[i], metadata=metadata, timeout=30)
+                async with limit:
+                    await call(game.frames[i], metadata=metadata, timeout=30)
 
         await asyncio.gather(*(play(games[0]) for games in clients if games))
 
@@ -1155,17 +1159,15 @@ def app_breakdown(players: int, preset: str, rounds: int, games: int = 12) -> li
             events = [convert.redact(m, seat) for m in messages]
         with timed("engine.build_view"):
             view = engine.build_view(game, seat)
-        with timed("gRPC: convert.view_to_proto"):
-            proto_view = convert.view_to_proto(view, game_id, names, bots)
+        with timed("the response: convert.view_to_proto, events copied in"):
+            response = pb.ApplyMoveResponse(events=events)
+            convert.view_to_proto(view, game_id, names, bots, into=response.game)
         with timed("engine state to JSON (orjson)"):
             orjson.dumps(game.to_dict())
         with timed("gRPC: serialize the response"):
-            response = pb.ApplyMoveResponse(game=proto_view, events=events)
             sizes["gRPC"] += len(response.SerializeToString())
-        with timed("HTTP: convert.view_to_json + events to JSON"):
-            as_dict: dict[str, object] = {"game": convert.view_to_json(view, game_id, names, bots)}
-            if events:
-                as_dict["events"] = [jsonwire.to_dict(e) for e in events]
+        with timed("HTTP: the response to JSON (service.jsonwire)"):
+            as_dict = jsonwire.to_dict(response)
         with timed("HTTP: orjson.dumps of the response"):
             sizes["HTTP"] += len(orjson.dumps(as_dict))
         del payloads
@@ -1359,11 +1361,11 @@ def measure_pair(
 
 
 def verdict(rows: Sequence[tuple[Load, Load]]) -> tuple[list[str], bool]:
-    """Issue 15's targets, by the medians over each transport's runs (one
+    """Issue 23's targets, by the medians over each transport's runs (one
     run alone is at the mercy of the machine's drift): p99 under 100 ms on
-    both, a gRPC move at most 0.85 ms of server CPU, and, with both
-    transports, gRPC's CPU a move over HTTP's, run by run (the transports
-    measured in turn), at most 1.4x."""
+    both, a gRPC move at most 0.85 ms of server CPU; with both transports,
+    gRPC's CPU a move over HTTP's, run by run (the transports measured in
+    turn), printed, no longer a target."""
     runs: dict[str, list[Load]] = defaultdict(list)
     for svc, _floor in rows:
         runs[svc.transport].append(svc)
@@ -1391,13 +1393,10 @@ def verdict(rows: Sequence[tuple[Load, Load]]) -> tuple[list[str], bool]:
             for g, h in zip(runs["grpc"], runs["http"], strict=False)
         ]
         median = statistics.median(ratios)
-        good = median <= TARGET_GRPC_OVER_HTTP
         lines.append(
             f"  grpc / http, server CPU a move, run by run: median {median:.2f}x "
-            f"(range {min(ratios):.2f}-{max(ratios):.2f}x) {yes(good)} "
-            f"(target <= {TARGET_GRPC_OVER_HTTP}x)"
+            f"(range {min(ratios):.2f}-{max(ratios):.2f}x)"
         )
-        ok = ok and good
     return lines, ok
 
 
@@ -1481,7 +1480,7 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     print(
         f"targets: p99 < {TARGET_P99_MS:.0f} ms; gRPC <= {TARGET_GRPC_MS} ms of server CPU a "
-        f"move and <= {TARGET_GRPC_OVER_HTTP}x HTTP's (a run with errors fails)"
+        "move (a run with errors fails)"
     )
     print()
     print("details:")
