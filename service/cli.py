@@ -64,6 +64,7 @@ def _serve(args: argparse.Namespace) -> int:
             ("bot_cpu_limit", args.bot_cpu_limit),
             ("bots_only", args.bots_only),
             ("max_watchers", args.max_watchers),
+            ("max_log_reads", args.max_log_reads),
             ("workers", args.workers),
             ("log_level", args.log_level),
             ("log_format", args.log_format),
@@ -88,7 +89,11 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         settings = Settings(**overrides)
     except ValidationError as exc:
-        print(f"railyard serve: bad setting: {exc}", file=sys.stderr)
+        # Without the input pydantic would quote: the start of every setting,
+        # API keys included.
+        for error in exc.errors(include_url=False, include_input=False):
+            where = ".".join(map(str, error["loc"])) or "settings"
+            print(f"railyard serve: bad setting: {where}: {error['msg']}", file=sys.stderr)
         return 2
     from service.server import StartupError, serve
     from service.telemetry import configure_logging
@@ -99,7 +104,7 @@ def _serve(args: argparse.Namespace) -> int:
     except WorkersRefusedError as exc:
         print(f"railyard serve: {exc}", file=sys.stderr)
         return 2
-    configure_logging(settings.log_level, settings.log_format)
+    configure_logging(settings.log_level, settings.log_format, settings.plain_api_keys())
 
     try:
         if workers > 1:
@@ -628,6 +633,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "RESOURCE_EXHAUSTED (RAILYARD_MAX_WATCHERS, 2000)",
     )
     serve.add_argument(
+        "--max-log-reads",
+        type=int,
+        default=None,
+        help="reads of a game's whole history (GetGameLog, a WatchGame's replay) from the "
+        "store at once per process; more are refused with 429 / RESOURCE_EXHAUSTED "
+        "(RAILYARD_MAX_LOG_READS, 32)",
+    )
+    serve.add_argument(
         "--workers",
         type=_positive(int),
         default=None,
@@ -707,7 +720,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--grpc-max-streams",
         type=int,
         default=None,
-        help="streams one gRPC connection may open at once (RAILYARD_GRPC_MAX_STREAMS, 256)",
+        help="streams one gRPC connection may open at once (RAILYARD_GRPC_MAX_STREAMS, 32)",
     )
     serve.add_argument(
         "--grpc-max-connection-age",

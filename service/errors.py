@@ -183,6 +183,24 @@ def too_many_watchers(limit: int, retry_after: int = WATCHERS_RETRY_AFTER) -> Se
     )
 
 
+#: Seconds a history read refused for TOO_MANY_LOG_READS is told to wait: a
+#: read holds its slot for one store round trip, so slots come back within
+#: the second, and a finished game's retry is then answered from the kept log.
+LOG_READS_RETRY_AFTER: Final = 1
+
+
+def too_many_log_reads(limit: int, retry_after: int = LOG_READS_RETRY_AFTER) -> ServiceError:
+    """A GetGameLog, or a WatchGame whose replay reads the store, refused
+    before it reads: this process already runs ``limit`` whole-history reads
+    (``Settings.max_log_reads``, service.history)."""
+    return ServiceError(
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        "TOO_MANY_LOG_READS",
+        f"this server is already reading {limit} game histories: retry in {retry_after} s",
+        {"retryAfterSeconds": str(retry_after), "maxLogReads": str(limit)},
+    )
+
+
 def store_unavailable(
     message: str = "the game store is unavailable; retry shortly",
 ) -> ServiceError:

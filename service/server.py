@@ -186,8 +186,9 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
         http=limited_protocol(settings),
         timeout_keep_alive=settings.idle_timeout,
         log_level=settings.log_level.lower(),
-        # JSON logs: uvicorn's loggers reach the process's one handler.
-        log_config=None if settings.log_format == "json" else uvicorn.config.LOGGING_CONFIG,
+        # No logging config of uvicorn's own: its handlers would write past
+        # the process's one handler and its redaction (configure_logging).
+        log_config=None,
         access_log=False,
         # Who the client is behind a proxy is service.identity's to say, from
         # --trusted-proxies only: uvicorn would believe X-Forwarded-For from

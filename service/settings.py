@@ -10,7 +10,7 @@ from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from service.identity import TrustedProxies
-from service.tenants import ApiKeys
+from service.tenants import ApiKeys, plain_keys
 
 
 class Settings(BaseSettings):
@@ -52,6 +52,13 @@ class Settings(BaseSettings):
     #: replica of deploy/k8s with room for its requests, under a 4,096
     #: open-files limit; lower it where the limit is 1,024.
     max_watchers: int = Field(2000, ge=1)
+    #: Reads of a game's whole history from the store running at once in this
+    #: process (GetGameLog, and a WatchGame's replay from an early version);
+    #: one more is refused before it reads (RESOURCE_EXHAUSTED
+    #: TOO_MANY_LOG_READS, HTTP 429 with Retry-After). Each reads every event
+    #: of its game in one store reply; a finished game's log is kept by the
+    #: process (service.history), and a call answered from it reads nothing.
+    max_log_reads: int = Field(32, ge=1)
     #: Seconds between SSE keep-alive comments (API.md: at most 15).
     keepalive: float = Field(15, gt=0, le=15)
     #: Worker processes for bot play that does not fit a short slice of the
@@ -114,9 +121,11 @@ class Settings(BaseSettings):
     #: the client reconnects by itself on its next call).
     grpc_idle_timeout: float = Field(60, gt=0)
     #: Streams one gRPC connection may open at once (grpc.max_concurrent_streams,
-    #: HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS): one more is refused. A client
-    #: holding more watches opens more connections.
-    grpc_max_streams: int = Field(256, ge=1)
+    #: HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS): one more waits or is refused.
+    #: A client holding more watches opens more connections. Each open stream
+    #: holds tens of KiB in grpc's core: half-open streams on every allowed
+    #: connection must fit the replica's memory.
+    grpc_max_streams: int = Field(32, ge=1)
     #: Seconds a gRPC connection lives (grpc.max_connection_age_ms) before
     #: the server ends it with GOAWAY; its calls then have
     #: ``grpc_connection_age_grace`` seconds to finish (a watch resumes on a new
@@ -164,8 +173,31 @@ class Settings(BaseSettings):
             raise ValueError("tls_client_ca (mutual TLS) needs tls_cert and tls_key")
         for name in ("tls_cert", "tls_key", "tls_client_ca"):
             path = getattr(self, name)
-            if path and not os.access(path, os.R_OK):
+            if path and not (os.path.isfile(path) and os.access(path, os.R_OK)):
                 raise ValueError(f"{name}: {path!r} is not a readable file")
+        if not self.tls_cert:
+            return self
+        # What both servers will load, loaded now: a file that is not PEM, a
+        # key that is not the certificate's (or is encrypted: neither server
+        # takes a passphrase) is a bad setting, not a gRPC port that "cannot
+        # listen" once the HTTP one is bound.
+        import ssl
+
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        try:
+            context.load_cert_chain(self.tls_cert, self.tls_key, password=lambda: b"")
+        except ssl.SSLError as exc:
+            raise ValueError(
+                f"tls_cert / tls_key: {self.tls_cert!r} and {self.tls_key!r} are not a PEM "
+                f"certificate chain and its unencrypted PEM private key ({exc})"
+            ) from None
+        if self.tls_client_ca:
+            try:
+                context.load_verify_locations(cafile=self.tls_client_ca)
+            except ssl.SSLError as exc:
+                raise ValueError(
+                    f"tls_client_ca: {self.tls_client_ca!r} holds no PEM CA certificate ({exc})"
+                ) from None
         return self
 
     @model_validator(mode="after")
@@ -179,6 +211,10 @@ class Settings(BaseSettings):
     def api_key_set(self) -> ApiKeys:
         """The configured API keys (``api_keys`` and ``api_keys_file`` together)."""
         return ApiKeys.load(self.api_keys, self.api_keys_file)
+
+    def plain_api_keys(self) -> tuple[str, ...]:
+        """The configured API keys given as themselves, for the log to redact."""
+        return plain_keys(self.api_keys, self.api_keys_file)
 
     @field_validator("cors_origins")
     @classmethod

@@ -32,7 +32,7 @@ import os
 import resource
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Final
+from typing import Final, TextIO
 
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.metrics import CallbackOptions, Observation
@@ -45,6 +45,8 @@ from opentelemetry.sdk.metrics.export import MetricReader
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from service import GRPC_ENV_IGNORED
+from service.redaction import RedactSecrets
 from service.tracing import resource_from_env
 
 #: The Content-Type of :meth:`Metrics.exposition`.
@@ -334,18 +336,69 @@ class JsonLogFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        if record.exc_info:
+        if record.exc_text:  # the traceback as RedactSecrets left it
+            entry["error"] = record.exc_text
+        elif record.exc_info:
             entry["error"] = self.formatException(record.exc_info)
         return json.dumps(entry, ensure_ascii=False)
 
 
-def configure_logging(level: str, form: str) -> None:
-    """The process's log lines: ``text`` for people, ``json`` for machines.
-    uvicorn's loggers go through the same handler (server.py hands it no
-    logging config of its own in json form)."""
-    handler = logging.StreamHandler()
+def configure_logging(level: str, form: str, secrets: Iterable[str] = ()) -> None:
+    """The process's log lines: ``text`` for people, ``json`` for machines,
+    through one handler whose filter redacts seat tokens, API keys and
+    ``authorization`` headers (:class:`~service.redaction.RedactSecrets`;
+    ``secrets``: exact strings to redact as well, the configured API keys).
+    Every logger reaches that handler: one with handlers of its own would
+    write past the filter, so its handlers are removed here, and uvicorn is
+    given no logging config of its own (server.py)."""
+    logging.basicConfig(level=level.upper(), handlers=[log_handler(form, secrets)], force=True)
+    # What logging writes for a logger that neither propagates nor has a
+    # handler (warnings and worse): through the same filter, not raw to stderr.
+    last_resort = log_handler(form, secrets)
+    last_resort.setLevel(logging.WARNING)
+    logging.lastResort = last_resort
+    through_root()
+    for name, value in GRPC_ENV_IGNORED.items():
+        logging.getLogger("railyard").warning(
+            "%s=%s is ignored: gRPC's C core writes what it asks for (call metadata, seat "
+            "tokens and API keys included) to stderr, past the log's redaction",
+            name,
+            value,
+        )
+
+
+def log_handler(
+    form: str, secrets: Iterable[str] = (), stream: TextIO | None = None
+) -> logging.Handler:
+    """The process's one log handler (to ``stream``, stderr by default): the
+    ``form``'s formatter, and the filter that redacts secrets."""
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(RedactSecrets(secrets))
     if form == "json":
         handler.setFormatter(JsonLogFormatter())
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+    return handler
+
+
+def through_root(loggers: Iterable[logging.Logger] | None = None) -> None:
+    """Send the records of ``loggers`` (by default every logger created so
+    far) to the root logger's handler alone: a library's own handlers are
+    removed, and the logger made to propagate to the root. A NullHandler,
+    which writes nothing, is kept, and so is a logger's choice not to
+    propagate where it has no handler to lose (uvicorn's disabled access
+    log): its warnings reach logging's last resort, which configure_logging
+    points at the same filter."""
+    if loggers is None:
+        loggers = [
+            logger
+            for logger in list(logging.root.manager.loggerDict.values())
+            # (not a PlaceHolder: a name under which no logger was created yet)
+            if isinstance(logger, logging.Logger)
+        ]
+    for logger in loggers:
+        writers = [h for h in logger.handlers if not isinstance(h, logging.NullHandler)]
+        for writer in writers:
+            logger.removeHandler(writer)
+        if writers:
+            logger.propagate = True

@@ -23,6 +23,7 @@ import base64
 import hashlib
 import hmac
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -61,15 +62,7 @@ class ApiKeys:
         ValueError: API key entry 1 (acme): a key must have at least 16 characters ...
         """
         entries: list[tuple[str, str]] = []
-        items = [
-            item.strip()
-            for line in text.splitlines()
-            if not line.strip().startswith("#")
-            for item in line.split(",")
-        ]
-        for number, item in enumerate((i for i in items if i), 1):
-            name, colon, secret = item.partition(":")
-            name, secret = name.strip(), secret.strip()
+        for number, (name, colon, secret) in enumerate(_items(text), 1):
             if not colon or not _NAME.fullmatch(name):
                 raise ValueError(
                     f"API key entry {number}: write name:key or name:sha256:<hex>, the name "
@@ -94,9 +87,7 @@ class ApiKeys:
     @classmethod
     def load(cls, text: str, file: str) -> ApiKeys:
         """The keys of ``text`` (``RAILYARD_API_KEYS``) and of the file named ``file``."""
-        if file:
-            text = text + "\n" + Path(file).read_text()
-        return cls.parse(text)
+        return cls.parse(_with_file(text, file))
 
     def tenant_of(self, key: str) -> str | None:
         """The tenant whose key this is, or None; every configured hash is
@@ -107,6 +98,37 @@ class ApiKeys:
             if hmac.compare_digest(digest, stored.encode()):
                 found = name
         return found
+
+
+def plain_keys(text: str, file: str = "") -> tuple[str, ...]:
+    """The keys of ``text`` and of the file named ``file`` that are configured
+    as themselves (not as ``sha256:``): the log redacts them wherever they
+    appear (service.redaction), as it can only do knowing them.
+
+    >>> plain_keys("acme:" + "k" * 16 + ", beta:sha256:" + "0" * 64)
+    ('kkkkkkkkkkkkkkkk',)
+    """
+    return tuple(
+        secret
+        for _, colon, secret in _items(_with_file(text, file))
+        if colon and secret and not _HASH.fullmatch(secret)
+    )
+
+
+def _with_file(text: str, file: str) -> str:
+    return text + "\n" + Path(file).read_text() if file else text
+
+
+def _items(text: str) -> Iterator[tuple[str, str, str]]:
+    """Each non-empty entry of a key configuration as (name, ":", secret),
+    ":" empty where the entry has none."""
+    for line in text.splitlines():
+        if line.strip().startswith("#"):
+            continue
+        for item in line.split(","):
+            if item.strip():
+                name, colon, secret = item.strip().partition(":")
+                yield name.strip(), colon, secret.strip()
 
 
 def seat_token_of(key: str, game_id: str, seat: int) -> str:

@@ -122,8 +122,9 @@ def test_long_bot_play_leaves_the_event_loop_free() -> None:
 
     async def go() -> None:
         bots = BotPlayer(processes=1)
-        # (Three rounds: two took 0.04-0.08 s of CPU once the engine got faster.)
-        rules = BIG.with_options(rounds=3)
+        # (Five rounds: two took 0.04-0.08 s of CPU once the engine got
+        # faster, three once 0.049 s.)
+        rules = BIG.with_options(rounds=5)
         game = engine.new_game(rules, 2, "long")
         late: list[float] = []
 

@@ -79,10 +79,11 @@ class RetryPolicy:
 def is_transient(error: RailyardError) -> bool:
     """Refusals a repeat may cure: the store or the replica was away (including
     OUTCOME_UNKNOWN, which a repeat with the same requestId resolves), or a
-    rate limit. TOO_MANY_WATCHERS is transient too, for a watch."""
+    rate limit. TOO_MANY_WATCHERS is transient too, for a watch, and so is
+    TOO_MANY_LOG_READS, for a game's log or a watch that resumes."""
     return error.code is grpc.StatusCode.UNAVAILABLE or (
         error.code is grpc.StatusCode.RESOURCE_EXHAUSTED
-        and error.reason in ("RATE_LIMITED", "TOO_MANY_WATCHERS")
+        and error.reason in ("RATE_LIMITED", "TOO_MANY_WATCHERS", "TOO_MANY_LOG_READS")
     )
 
 
