@@ -18,9 +18,8 @@ games, so the very same requests (real game ids in path or message) drive it.
 * gRPC: ``/railyard.v1.GameService/ApplyMove`` (served through
   ``service.grpc_server.service_handler`` as the service's methods are; the
   ``authorization`` metadata is read);
-* HTTP: ``POST /v1/games/{gameId}/moves`` (body read, not parsed), served
-  through a DirectRoute as the service serves it, and ``GET /healthz``
-  through FastAPI.
+* HTTP: ``POST /v1/games/{gameId}/moves`` (body read, not parsed), a route
+  of an included router as the service serves it, and ``GET /healthz``.
 """
 
 from __future__ import annotations
@@ -44,12 +43,12 @@ from collections.abc import Iterator  # noqa: E402
 
 import grpc  # noqa: E402
 import uvicorn  # noqa: E402
-from fastapi import FastAPI, Request  # noqa: E402
+from fastapi import APIRouter, FastAPI, Request  # noqa: E402
 from fastapi.responses import JSONResponse, Response  # noqa: E402
 
 from service.api import game_service_pb2 as pb  # noqa: E402
 from service.grpc_server import Context, channel_options, service_handler  # noqa: E402
-from service.http_server import DirectRoute, json_response, scope_header  # noqa: E402
+from service.http_server import json_response, scope_header  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from service.store import Commit, StoredEvent  # noqa: E402
 from service.store.redis import RedisStore  # noqa: E402
@@ -107,10 +106,18 @@ class FloorServicer:
 
 
 def create_http_app(floor: Floor) -> FastAPI:
-    """ApplyMove is a DirectRoute under FastAPI's routing and middleware, as
-    the service serves it (the same route class, body reader, header lookup
-    and response objects), the rest through FastAPI."""
-    api = FastAPI(title="Railyard floor", redoc_url=None, docs_url=None, openapi_url=None)
+    """ApplyMove is the first route of a router included first, an endpoint
+    taking the Request, under FastAPI's middleware with its own telemetry off,
+    as the service serves it (the same body reader, header lookup and
+    response objects)."""
+    api = FastAPI(
+        title="Railyard floor",
+        redoc_url=None,
+        docs_url=None,
+        openapi_url=None,
+        telemetry={"tracing": False, "metrics": False, "logs": False},
+    )
+    games = APIRouter(prefix="/v1/games")
 
     async def apply_move(request: Request) -> Response:
         await request.body()
@@ -120,12 +127,8 @@ def create_http_app(floor: Floor) -> FastAPI:
             return JSONResponse({"code": 10, "message": "floor: lost the race"}, status_code=409)
         return json_response({"game": {"version": str(version)}})
 
-    api.router.add_api_route(
-        "/v1/games/{gameId}/moves",
-        apply_move,
-        methods=["POST"],
-        route_class_override=DirectRoute,
-    )
+    games.add_api_route("/{gameId}/moves", apply_move, methods=["POST"])
+    api.include_router(games)
 
     @api.get("/healthz")
     async def healthz() -> Response:

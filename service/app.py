@@ -15,13 +15,13 @@ import hmac
 import json
 import logging
 import secrets
-from collections.abc import AsyncGenerator, Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+import time
+from collections.abc import AsyncGenerator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Final
 
 import grpc
 import orjson
-from google.protobuf.timestamp_pb2 import Timestamp
 from opentelemetry.sdk.metrics.export import MetricReader
 from opentelemetry.trace import TracerProvider
 
@@ -31,8 +31,8 @@ from service import errors as err
 from service.api import game_service_pb2 as pb
 from service.bots import ALL_BOTS_BUDGET, BotPlayer, BotsBusyError, BotWorkExceededError
 from service.errors import ServiceError
+from service.history import FinishedLogs, ReadSlots
 from service.identity import TrustedProxies, rate_key
-from service.jsonwire import to_dict
 from service.ratelimit import TokenBuckets
 from service.settings import Settings
 from service.store import (
@@ -74,11 +74,12 @@ TIMED_OUT_LEVEL: Final = "greedy"
 class Caller:
     """Who is calling: the bearer token (if any), the client's address
     (through trusted proxies only: service.identity), for rate limits, and
-    the operator's API key it sent (``x-api-key``; service.tenants)."""
+    the operator's API key it sent (``x-api-key``; service.tenants). Its
+    repr leaves the credentials out: a caller is safe to log."""
 
-    token: str | None = None
+    token: str | None = field(default=None, repr=False)
     address: str = ""
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,45 +187,6 @@ def _fingerprint(request: pb.ApplyMoveRequest) -> bytes:
     return digest.digest()
 
 
-class _MoveAnswer:
-    """An ApplyMove answer, turned into a message or JSON only as its
-    transport asks (each at most once)."""
-
-    __slots__ = ("_events", "_json", "_loaded", "_proto", "_seat")
-
-    def __init__(self, loaded: _Loaded | None, seat: int | None, events: list[pb.GameEvent]):
-        self._loaded = loaded
-        self._seat = seat
-        self._events = events
-        self._proto: pb.ApplyMoveResponse | None = None
-        self._json: dict[str, Any] | None = None
-
-    @classmethod
-    def of(cls, message: pb.ApplyMoveResponse) -> _MoveAnswer:
-        answer = cls(None, None, [])
-        answer._proto = message
-        return answer
-
-    def proto(self) -> pb.ApplyMoveResponse:
-        if self._proto is None:
-            assert self._loaded is not None
-            response = pb.ApplyMoveResponse(events=self._events)
-            GameApp._view(self._loaded, self._seat, into=response.game)
-            self._proto = response
-        return self._proto
-
-    def json(self) -> dict[str, Any]:
-        if self._json is None:
-            if self._proto is not None:
-                self._json = to_dict(self._proto)
-            else:
-                assert self._loaded is not None
-                self._json = {"game": GameApp._view_json(self._loaded, self._seat)}
-                if self._events:
-                    self._json["events"] = list(map(convert.event_to_json, self._events))
-        return self._json
-
-
 class GameApp:
     """create, view, legal moves, apply, watch, log, rulesets."""
 
@@ -235,7 +197,9 @@ class GameApp:
         *,
         tracer_provider: TracerProvider | None = None,
         metric_readers: Sequence[MetricReader] = (),
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``clock``: what the kept logs of finished games age by (seconds)."""
         #: What traces this app's calls (service.tracing): ``tracer_provider``,
         #: else the process's, else None (tracing off).
         self.tracer_provider = tracing.active_provider(tracer_provider)
@@ -248,6 +212,10 @@ class GameApp:
         self.metrics = Metrics(metric_readers, traced=self.tracer_provider is not None)
         #: WatchGame streams open now, both transports (Settings.max_watchers).
         self.watching = 0
+        #: Finished games' logs, and the cap on whole-history reads of the
+        #: store (Settings.max_log_reads): service.history.
+        self.finished_logs = FinishedLogs(clock=clock)
+        self.history_reads = ReadSlots(self.settings.max_log_reads)
         #: The operator's API keys: with any, CreateGame needs one (service.tenants).
         self.api_keys = self.settings.api_key_set()
 
@@ -381,6 +349,12 @@ class GameApp:
         address: a spectator, a call with no token where one is required
         (UNAUTHENTICATED), an unknown game, a token of no seat."""
         tracing.note({tracing.GAME_ID: game_id})
+        log.debug(
+            "game %s: a call from %s %s a seat token",
+            game_id,
+            caller.address or "an unknown address",
+            "with" if caller.token else "without",
+        )
         if not caller.token:
             await self._admit_address(caller)
             if required:
@@ -439,19 +413,6 @@ class GameApp:
             if loaded.deadline_ms and not loaded.game.over:
                 message.turn_deadline.FromMilliseconds(loaded.deadline_ms)
         return message
-
-    @staticmethod
-    def _view_json(loaded: _Loaded, seat: int | None) -> dict[str, Any]:
-        view = engine.build_view(loaded.game, seat)
-        seats = loaded.seats
-        json_view = convert.view_to_json(
-            view, loaded.record.game_id, seats.names, seats.bots, seats.seed_from_caller
-        )
-        if seats.turn_timeout:
-            json_view["turnTimeoutSeconds"] = seats.turn_timeout
-            if loaded.deadline_ms and not loaded.game.over:
-                json_view["turnDeadline"] = _rfc3339(loaded.deadline_ms)
-        return json_view
 
     async def _play_bots(
         self,
@@ -578,6 +539,11 @@ class GameApp:
     async def create_game(
         self, request: pb.CreateGameRequest, caller: Caller
     ) -> pb.CreateGameResponse:
+        log.debug(
+            "CreateGame from %s %s an API key",
+            caller.address or "an unknown address",
+            "with" if caller.api_key else "without",
+        )
         await self._admit_address(caller)  # a new game has no seat yet: its creator's address
         tenant = await self._tenant_of(caller)  # 401 / 403 before judging the body
         self._check_request_id(request.request_id)
@@ -769,11 +735,6 @@ class GameApp:
         loaded, seat = await self._seated(game_id, caller, required=False)
         return self._view(loaded, seat)
 
-    async def get_game_json(self, game_id: str, caller: Caller) -> dict[str, Any]:
-        """:meth:`get_game` in canonical proto3 JSON, built directly."""
-        loaded, seat = await self._seated(game_id, caller, required=False)
-        return self._view_json(loaded, seat)
-
     async def list_legal_moves(self, game_id: str, caller: Caller) -> pb.ListLegalMovesResponse:
         loaded, seat = await self._seated(game_id, caller, required=True)
         game = loaded.game
@@ -786,14 +747,6 @@ class GameApp:
     async def apply_move(
         self, request: pb.ApplyMoveRequest, caller: Caller
     ) -> pb.ApplyMoveResponse:
-        return (await self._apply_move(request, caller)).proto()
-
-    async def apply_move_json(self, request: pb.ApplyMoveRequest, caller: Caller) -> dict[str, Any]:
-        """:meth:`apply_move`'s answer in canonical proto3 JSON, built without
-        the protobuf message when nothing needs it (HTTP's hot path)."""
-        return (await self._apply_move(request, caller)).json()
-
-    async def _apply_move(self, request: pb.ApplyMoveRequest, caller: Caller) -> _MoveAnswer:
         if not caller.token:
             await self._admit_address(caller)
             raise err.unauthenticated()  # before judging the body: 401 comes first
@@ -818,7 +771,7 @@ class GameApp:
                 key = f"move:{seat}:{request.request_id}"
                 remembered = await self._recall(request, key, fingerprint)
                 if remembered is not None:
-                    return _MoveAnswer.of(remembered)
+                    return remembered
             base = loaded.record.version
             if expected is not None and expected != base:
                 raise err.version_mismatch(expected, base)
@@ -834,7 +787,8 @@ class GameApp:
             loaded.game = game  # (the state a bot worker sent back, if one played)
             deadline = self._deadline(game, loaded.seats)
             loaded.deadline_ms = deadline  # (for the answer's view)
-            answer = _MoveAnswer(loaded, seat, [convert.redact(m, seat) for m in messages])
+            answer = pb.ApplyMoveResponse(events=[convert.redact(m, seat) for m in messages])
+            self._view(loaded, seat, into=answer.game)
             try:
                 result = await self._commit(
                     request.game_id,
@@ -845,7 +799,7 @@ class GameApp:
                     key,
                     # A retry must get these very bytes back: remember the
                     # message, after what the request asked for.
-                    _REMEMBERED + fingerprint + answer.proto().SerializeToString() if key else None,
+                    _REMEMBERED + fingerprint + answer.SerializeToString() if key else None,
                     deadline=deadline,
                 )
             except StoreUnavailableError as exc:
@@ -862,7 +816,7 @@ class GameApp:
             if key is not None:
                 remembered = await self._recall(request, key, fingerprint)
                 if remembered is not None:
-                    return _MoveAnswer.of(remembered)
+                    return remembered
             if expected is not None:
                 current = await self._load(request.game_id)
                 raise err.version_mismatch(expected, current.record.version)
@@ -974,7 +928,9 @@ class GameApp:
 
         Refused with RESOURCE_EXHAUSTED (TOO_MANY_WATCHERS) before anything
         else when ``max_watchers`` streams are open already: before the
-        snapshot, so HTTP answers a plain 429, not a stream that fails."""
+        snapshot, so HTTP answers a plain 429, not a stream that fails. So is
+        a replay (``after_version`` below the game's version) that finds
+        every history read slot taken (TOO_MANY_LOG_READS, service.history)."""
         if self.watching >= self.settings.max_watchers:
             raise err.too_many_watchers(self.settings.max_watchers)
         # Counted from here (no await since the check), released however it ends.
@@ -996,17 +952,24 @@ class GameApp:
         self, game_id: str, loaded: _Loaded, seat: int | None, after_version: int | None
     ) -> AsyncGenerator[tuple[pb.GameEvent, ...] | None, None]:
         version = loaded.record.version
-        yield (pb.GameEvent(version=version, snapshot=self._view(loaded, seat)),)
         # Stream ids are <version>-<seq> with seq from 1, so (v + 1, 0) is just
         # after every event of version v.
         position = ((version if after_version is None else max(after_version, -1)) + 1, 0)
+        # The versions a resuming watcher missed, read before the snapshot is
+        # given: a refused read (TOO_MANY_LOG_READS) or a store failure is
+        # then the call's error, not a stream that opens and fails.
+        replay = await self._history(loaded, position[0] - 1) if position[0] <= version else []
+        yield (pb.GameEvent(version=version, snapshot=self._view(loaded, seat)),)
         if loaded.game.over and (after_version is None or after_version >= version):
             return
         while True:
-            try:
-                batch = await self.store.wait_events(game_id, position, self.settings.keepalive)
-            except StoreUnavailableError as exc:
-                raise self._store_failed(exc) from exc
+            if replay:
+                batch, replay = replay, []
+            else:
+                try:
+                    batch = await self.store.wait_events(game_id, position, self.settings.keepalive)
+                except StoreUnavailableError as exc:
+                    raise self._store_failed(exc) from exc
             if not batch:
                 try:
                     if await self.store.load(game_id) is None:
@@ -1032,13 +995,26 @@ class GameApp:
             yield tuple(group)
 
     async def get_game_log(self, game_id: str, caller: Caller) -> pb.GetGameLogResponse:
+        """The game's public log. The answer of a finished game is kept and
+        shared by every caller (service.history): it must not be changed."""
         await self._admit_address(caller)  # the public log: no seat is involved
-        loaded = await self._load(game_id)
-        try:
-            stored = await self.store.read_events(game_id, -1)
-        except StoreUnavailableError as exc:
-            raise self._store_failed(exc) from exc
-        game = loaded.game
+        tracing.note({tracing.GAME_ID: game_id})
+        kept = self.finished_logs.get(game_id)
+        log.debug("game %s: log %s", game_id, "kept" if kept else "read from the store")
+        if kept is not None:
+            return kept.response
+        with self.history_reads.hold():
+            loaded = await self._load(game_id)
+            stored = await self._read_events(game_id, -1)
+        response = self._log_of(loaded.game, stored)
+        if loaded.game.over:  # (loaded before the read: no event came after it)
+            self.finished_logs.put(game_id, stored, response)
+        return response
+
+    @staticmethod
+    def _log_of(game: engine.GameState, stored: Sequence[StoredEvent]) -> pb.GetGameLogResponse:
+        """GetGameLog's answer: every event in the public view (the same for
+        every caller), the ruleset, the seed once over."""
         response = pb.GetGameLogResponse(
             events=[convert.redact(pb.GameEvent.FromString(e.payload), None) for e in stored],
             seed_sha256=game.seed_sha256,
@@ -1047,6 +1023,27 @@ class GameApp:
         if game.over:
             response.seed = game.seed  # MT-FAIR-1: revealed once over
         return response
+
+    async def _read_events(self, game_id: str, after_version: int) -> list[StoredEvent]:
+        try:
+            return await self.store.read_events(game_id, after_version)
+        except StoreUnavailableError as exc:
+            raise self._store_failed(exc) from exc
+
+    async def _history(self, loaded: _Loaded, after_version: int) -> list[StoredEvent]:
+        """The events after ``after_version`` a resuming watcher missed: a
+        finished game's from its kept log (read whole and kept on the first
+        replay), else read within a history read slot."""
+        game_id = loaded.record.game_id
+        kept = self.finished_logs.get(game_id)
+        if kept is None:
+            over = loaded.game.over  # (loaded before the read: no event came after it)
+            with self.history_reads.hold():
+                stored = await self._read_events(game_id, -1 if over else after_version)
+            if not over:
+                return stored
+            kept = self.finished_logs.put(game_id, stored, self._log_of(loaded.game, stored))
+        return kept.after(after_version)
 
     def list_rulesets(self) -> pb.ListRulesetsResponse:
         return pb.ListRulesetsResponse(
@@ -1077,13 +1074,6 @@ def _replayed(remembered: bytes) -> pb.CreateGameResponse:
     response = pb.CreateGameResponse.FromString(remembered)
     response.replayed = True
     return response
-
-
-def _rfc3339(ms: int) -> str:
-    """A Timestamp's canonical JSON (as json_format writes it)."""
-    out = Timestamp()
-    out.FromMilliseconds(ms)
-    return out.ToJsonString()
 
 
 def _state_bytes(game: engine.GameState) -> bytes:

@@ -20,7 +20,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Annotated, Any, Final, Literal, TypeVar
 
 import anyio
@@ -39,11 +39,10 @@ from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
 from opentelemetry.metrics import NoOpMeterProvider
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.cors import CORSMiddleware
-from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as ASGIMessage
 
-from service import convert, docs, errors, jsonwire, openapi, telemetry, tracing, web
+from service import docs, errors, jsonwire, openapi, telemetry, tracing, web
 from service.api import game_service_pb2 as pb
 from service.app import Caller, GameApp
 from service.errors import ServiceError
@@ -474,7 +473,60 @@ _CREATE_GAME_REFUSALS: Final = (
     "take more than the bot CPU limit, or for a requestId whose first answer has expired."
 )
 
+#: The routes below in the order FastAPI tries them: the calls of every turn
+#: (ApplyMove, GetGame) first, as each route passed over costs a match.
 games = APIRouter(prefix="/v1/games", tags=["games"])
+
+#: The body of ApplyMove over HTTP: the request without gameId (it is in the path).
+APPLY_MOVE_BODY: Final = "ApplyMoveBody"
+
+
+@games.post(
+    "/{gameId}/moves",
+    operation_id="ApplyMove",
+    summary="Apply a move",
+    description="One move for the caller's seat, then any bot turns that follow; "
+    "optional expectedVersion (else 409) and requestId (a repeat returns the first answer). "
+    "A body its schema admits may still be refused for the game: a move not legal now "
+    "(FAILED_PRECONDITION), a tile above the game's set (INVALID_ARGUMENT, T-1), a "
+    "requestId this seat used for another move (INVALID_ARGUMENT).",
+    openapi_extra=operation(
+        parameters=[_GAME_ID_PARAM],
+        auth="required",
+        body={"$ref": openapi.REF_PREFIX + APPLY_MOVE_BODY},
+        ok=_json_ok(
+            "The view after the move and its events", openapi.ref(pb.ApplyMoveResponse.DESCRIPTOR)
+        ),
+        failures=(400, 401, 403, 404, 409, 429, 503),
+        examples=docs.APPLY_MOVE_EXAMPLES,
+    ),
+)
+async def apply_move(request: Request) -> Response:
+    game_app, caller, game_id = await _context(request)
+    message = await parse_body(
+        request, pb.ApplyMoveRequest(), game_app.settings.max_body_bytes, fast_apply_move
+    )
+    if message.game_id and message.game_id != game_id:
+        raise errors.invalid("gameId belongs in the path, not in the body", field="gameId")
+    message.game_id = game_id
+    return proto_response(await game_app.apply_move(message, caller))
+
+
+@games.get(
+    "/{gameId}",
+    operation_id="GetGame",
+    summary="View a game",
+    description="The caller's view: public, or public plus the seat's hand with its token.",
+    openapi_extra=operation(
+        parameters=[_GAME_ID_PARAM],
+        auth="optional",
+        ok=_json_ok("The caller's view", openapi.ref(pb.GameView.DESCRIPTOR)),
+        failures=(401, 403, 404, 429, 503),
+    ),
+)
+async def get_game(request: Request) -> Response:
+    game_app, caller, game_id = await _context(request)
+    return proto_response(await game_app.get_game(game_id, caller))
 
 
 @games.post(
@@ -509,60 +561,6 @@ async def create_game(request: Request, game_app: GameAppDep, caller: CallerDep)
     return proto_response(await game_app.create_game(message, caller))
 
 
-class DirectRoute(APIRoute):
-    """An APIRoute served by its endpoint alone, for the two calls a game makes
-    on every turn (GetGame, ApplyMove). FastAPI declares it (OpenAPI, routing)
-    and every request reaches it through the app's whole middleware stack
-    (tracing, metrics, CORS, exception handlers), but it resolves no
-    dependencies and validates no response model: that machinery cost more
-    per call than the rules. Its endpoint takes the Request and returns a
-    Response, as a Starlette endpoint does."""
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        # FastAPI's hook for a route class of one's own: what answers a request
-        # of this route (its handler resolves dependencies, then validates).
-        endpoint: Callable[[Request], Coroutine[Any, Any, Response]] = self.endpoint
-        return endpoint
-
-
-#: The turn routes (:func:`_direct`): path, endpoint, and what FastAPI declares.
-_TURN_ROUTES: list[tuple[str, str, Callable[[Request], Awaitable[Response]], dict[str, Any]]] = []
-
-
-def _direct(
-    method: str, path: str, **declared: Any
-) -> Callable[[Callable[[Request], Awaitable[Response]]], Callable[[Request], Awaitable[Response]]]:
-    """``@games.<method>(path, **declared)``, served as a :class:`DirectRoute`
-    that :func:`create_http_app` mounts first, ahead of the routers (whose
-    nested matching cost tens of microseconds a call)."""
-
-    def add(
-        endpoint: Callable[[Request], Awaitable[Response]],
-    ) -> Callable[[Request], Awaitable[Response]]:
-        _TURN_ROUTES.append((method, path, endpoint, declared))
-        return endpoint
-
-    return add
-
-
-@_direct(
-    "GET",
-    "/{gameId}",
-    operation_id="GetGame",
-    summary="View a game",
-    description="The caller's view: public, or public plus the seat's hand with its token.",
-    openapi_extra=operation(
-        parameters=[_GAME_ID_PARAM],
-        auth="optional",
-        ok=_json_ok("The caller's view", openapi.ref(pb.GameView.DESCRIPTOR)),
-        failures=(401, 403, 404, 429, 503),
-    ),
-)
-async def get_game(request: Request) -> Response:
-    game_app, caller, game_id = await _context(request)
-    return json_response(await game_app.get_game_json(game_id, caller))
-
-
 @games.get(
     "/{gameId}/legal-moves",
     operation_id="ListLegalMoves",
@@ -581,42 +579,6 @@ async def list_legal_moves(request: Request) -> Response:
     return proto_response(await game_app.list_legal_moves(game_id, caller))
 
 
-#: The body of ApplyMove over HTTP: the request without gameId (it is in the path).
-APPLY_MOVE_BODY: Final = "ApplyMoveBody"
-
-
-@_direct(
-    "POST",
-    "/{gameId}/moves",
-    operation_id="ApplyMove",
-    summary="Apply a move",
-    description="One move for the caller's seat, then any bot turns that follow; "
-    "optional expectedVersion (else 409) and requestId (a repeat returns the first answer). "
-    "A body its schema admits may still be refused for the game: a move not legal now "
-    "(FAILED_PRECONDITION), a tile above the game's set (INVALID_ARGUMENT, T-1), a "
-    "requestId this seat used for another move (INVALID_ARGUMENT).",
-    openapi_extra=operation(
-        parameters=[_GAME_ID_PARAM],
-        auth="required",
-        body={"$ref": openapi.REF_PREFIX + APPLY_MOVE_BODY},
-        ok=_json_ok(
-            "The view after the move and its events", openapi.ref(pb.ApplyMoveResponse.DESCRIPTOR)
-        ),
-        failures=(400, 401, 403, 404, 409, 429, 503),
-        examples=docs.APPLY_MOVE_EXAMPLES,
-    ),
-)
-async def apply_move(request: Request) -> Response:
-    game_app, caller, game_id = await _context(request)
-    message = await parse_body(
-        request, pb.ApplyMoveRequest(), game_app.settings.max_body_bytes, fast_apply_move
-    )
-    if message.game_id and message.game_id != game_id:
-        raise errors.invalid("gameId belongs in the path, not in the body", field="gameId")
-    message.game_id = game_id
-    return json_response(await game_app.apply_move_json(message, caller))
-
-
 class EventStreamResponse(StreamingResponse):
     media_type = "text/event-stream"
 
@@ -629,7 +591,7 @@ def _sse_frames(version: Version | None) -> str:
     if version is None:
         return ": keep-alive\n\n"
     return "".join(
-        f"id: {event.version}\ndata: {orjson.dumps(convert.event_to_json(event)).decode()}\n\n"
+        f"id: {event.version}\ndata: {orjson.dumps(to_json(event)).decode()}\n\n"
         for event in version
     )
 
@@ -735,9 +697,10 @@ def resume_version(request: Request) -> int | None:
         },
         failures=(400, 401, 403, 404, 429, 503),
         descriptions={
-            429: "RESOURCE_EXHAUSTED: RATE_LIMITED, or TOO_MANY_WATCHERS (this replica "
-            "has as many watch streams open as it takes); Retry-After gives the seconds "
-            "to wait"
+            429: "RESOURCE_EXHAUSTED: RATE_LIMITED, TOO_MANY_WATCHERS (this replica "
+            "has as many watch streams open as it takes), or TOO_MANY_LOG_READS (a replay "
+            "from afterVersion while the replica reads as many game histories as it "
+            "takes); Retry-After gives the seconds to wait"
         },
     ),
 )
@@ -771,6 +734,11 @@ async def watch_game(
         parameters=[_GAME_ID_PARAM],
         ok=_json_ok("The log", openapi.ref(pb.GetGameLogResponse.DESCRIPTOR)),
         failures=(401, 404, 429, 503),
+        descriptions={
+            429: "RESOURCE_EXHAUSTED: RATE_LIMITED, or TOO_MANY_LOG_READS (this replica "
+            "reads as many game histories from the store as it takes); Retry-After gives "
+            "the seconds to wait"
+        },
     ),
 )
 async def get_game_log(game_app: GameAppDep, caller: CallerDep, game_id: GameIdDep) -> Response:
@@ -938,8 +906,6 @@ class RailyardAPI(FastAPI):
 
     #: The outermost layer of the stack (:func:`create_http_app` builds it).
     entry: ASGIApp | None = None
-    #: GetGame and ApplyMove, which :meth:`serve` answers without FastAPI's router.
-    direct_routes: tuple[DirectRoute, ...] = ()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.entry is not None and scope["type"] == "http":
@@ -963,48 +929,11 @@ class RailyardAPI(FastAPI):
             await send(message)
 
         try:
-            direct = self._direct_route(scope)
-            if direct is None:
-                await super().__call__(scope, receive, sending)
-            else:
-                await self._serve_direct(direct, scope, receive, sending)
+            await super().__call__(scope, receive, sending)
         finally:
             route = scope.get("route")
             operation = getattr(route, "operation_id", None) or "unmatched"
             self.state.game_app.metrics.http_call(operation, status, time.perf_counter() - begun)
-
-    def _direct_route(self, scope: Scope) -> DirectRoute | None:
-        """The turn route (:class:`DirectRoute`) this request is for, its path
-        parameters put in ``scope`` as FastAPI's router would; None: any other
-        request, FastAPI routes it (a wrong method on a turn path included)."""
-        for route in self.direct_routes:
-            match, child = route.matches(scope)
-            if match is Match.FULL:
-                scope.update(child)
-                return route
-        return None
-
-    async def _serve_direct(
-        self, route: DirectRoute, scope: Scope, receive: Receive, send: Send
-    ) -> None:
-        """A turn route's endpoint, its exceptions answered by the app's own
-        exception handlers, as FastAPI's inner layers would: the same endpoint
-        and handlers, without the router's matching, the exception
-        middleware's per-request wrappers and the exit stack (together 60-70 us
-        a call on this machine, a fifth of a turn; bench/tracing.py)."""
-        scope["app"] = self  # (what Starlette's own entry sets: request.app)
-        request = Request(scope, receive, send)
-        endpoint: Callable[[Request], Awaitable[Response]] = route.endpoint
-        try:
-            response = await endpoint(request)
-        except Exception as exc:
-            handler: Callable[[Request, Any], Any] = next(
-                self.exception_handlers[kind]
-                for kind in type(exc).__mro__
-                if kind in self.exception_handlers
-            )
-            response = await handler(request, exc)
-        await response(scope, receive, send)
 
     def openapi(self) -> dict[str, Any]:
         if self.openapi_schema:
@@ -1060,6 +989,10 @@ def create_http_app(app: GameApp) -> FastAPI:
         # without the slash (and "/v1/games/" with one to POST-only
         # "/v1/games"): a path that is not a route is a 404 Status body.
         redirect_slashes=False,
+        # The server spans are service.tracing's (below), the calls are
+        # counted by serve() and unexpected errors logged by _on_unexpected:
+        # FastAPI's own telemetry would do each a second time.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     api.state.game_app = app
     api.state.streams_closing = asyncio.Event()
@@ -1089,18 +1022,8 @@ def create_http_app(app: GameApp) -> FastAPI:
         )
     if entry is not api.serve:
         api.entry = entry
-    for method, path, endpoint, declared in _TURN_ROUTES:
-        api.router.add_api_route(
-            games.prefix + path,
-            endpoint,
-            methods=[method],
-            tags=list(games.tags),
-            route_class_override=DirectRoute,
-            **declared,
-        )
-    api.direct_routes = tuple(r for r in api.router.routes if isinstance(r, DirectRoute))
+    api.include_router(games)  # first: the app's routes are tried in order (see games)
     docs.add_docs(api)
-    api.include_router(games)
     api.include_router(rulesets)
     api.include_router(health)
     api.include_router(web.router)  # the table at /, after every API route

@@ -1,12 +1,17 @@
-"""The canonical proto3 JSON mapping of our messages, fast; and, on input,
-what it does not allow and ``json_format`` does not refuse (:func:`check_input`).
+"""The canonical proto3 JSON mapping of our messages, fast: the HTTP
+transport's one encoder, for every answer and every watch event; and, on
+input, what the mapping does not allow and ``json_format`` does not refuse
+(:func:`check_input`).
 
 ``json_format.MessageToDict`` walks every field of every message in Python
 and was the largest single cost of an HTTP move (a view holds every train's
 tiles). Here ``ListFields()`` (C) yields only the fields that are set, which
-is exactly the mapping's "empty fields omitted", and each field's converter
-is chosen once per field descriptor. ``tests/test_jsonwire.py`` checks the
-output equals ``MessageToDict`` on real games' views, events and responses.
+is exactly the mapping's "empty fields omitted", each field's converter is
+chosen once per field descriptor, and the JSON of the messages a game's
+answers repeat unchanged (its ruleset, its trains) is looked up by their
+bytes. ``tests/test_jsonwire.py`` and ``tests/test_convert_json.py`` check
+the output equals ``MessageToDict`` on real games' views, events and
+responses.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from service import errors
 
 _Convert = Callable[[Any], Any]
 _WKT: Final = "google.protobuf"  # the package of the well-known types
-_CONVERTERS: dict[FieldDescriptor, tuple[str, _Convert, bool]] = {}
+_CONVERTERS: dict[FieldDescriptor, tuple[str, _Convert | None, bool]] = {}
 _INT64_TYPES: Final = frozenset(
     {
         FieldDescriptor.TYPE_INT64,
@@ -64,37 +69,69 @@ _SPECIAL: Final[dict[str, _Convert]] = {
     "google.protobuf.Timestamp": _timestamp,
 }
 
+#: Message types whose JSON is looked up by their serialized bytes: a game's
+#: answers repeat them unchanged (its ruleset in every view, each train until
+#: a tile is played on it), and serializing one (C) costs a small part of
+#: converting it field by field. The bytes determine the JSON (none of these
+#: holds a map, the one thing serialized in no fixed order).
+_MEMOIZED: Final = frozenset({"railyard.v1.Ruleset", "railyard.v1.TrainView"})
+#: JSON objects kept per memoized type; past it the type's memo starts over.
+_MEMO_SIZE: Final = 4096
 
-def _converter(field: FieldDescriptor) -> tuple[str, _Convert, bool] | None:
-    """(JSON name, value converter, repeated) for ``field``, or None when the
-    generic printer must handle it (maps, bytes, floats, well-known types)."""
-    if field.message_type is not None:
-        if field.message_type.GetOptions().map_entry:
+
+class _EnumNames(dict[int, Any]):
+    """An enum's value names by number; an unknown number is written as itself."""
+
+    def __missing__(self, number: int) -> Any:
+        return number
+
+
+def _memoized(convert: _Convert) -> _Convert:
+    """``convert`` remembering its answer per message bytes. The answers are
+    shared between outputs: nothing may change a dict :func:`to_dict` returns
+    (the HTTP transport only writes them out)."""
+    memo: dict[bytes, Any] = {}
+
+    def lookup(message: Any) -> Any:
+        key = message.SerializeToString()
+        found = memo.get(key)
+        if found is None:
+            if len(memo) >= _MEMO_SIZE:
+                memo.clear()
+            found = memo[key] = convert(message)
+        return found
+
+    return lookup
+
+
+def _converter(field: FieldDescriptor) -> tuple[str, _Convert | None, bool] | None:
+    """(JSON name, value converter or None for a value written as it is,
+    repeated) for ``field``, or None when the generic printer must handle it
+    (maps, bytes, floats, well-known types)."""
+    convert: _Convert | None
+    message = field.message_type
+    if message is not None:
+        if message.GetOptions().map_entry:
             return None
-        if field.message_type.full_name.startswith("google.protobuf.") and (
-            field.message_type.full_name not in _SPECIAL
-        ):
+        if message.full_name.startswith("google.protobuf.") and message.full_name not in _SPECIAL:
             return None
-        convert: _Convert = _SPECIAL.get(field.message_type.full_name, to_dict)
+        convert = _SPECIAL.get(message.full_name, to_dict)
+        if message.full_name in _MEMOIZED:
+            convert = _memoized(convert)
     elif field.type == FieldDescriptor.TYPE_ENUM and field.enum_type is not None:
-        names = {v.number: v.name for v in field.enum_type.values}
-
-        def convert(value: Any, names: dict[int, str] = names) -> Any:
-            return names.get(value, value)
+        convert = _EnumNames({v.number: v.name for v in field.enum_type.values}).__getitem__
     elif field.type in _INT64_TYPES:
         convert = str
     elif field.type in _PLAIN_TYPES:
-
-        def convert(value: Any) -> Any:
-            return value
+        convert = None
     else:
         return None
-    repeated = bool(field.is_repeated)
-    return field.json_name, convert, repeated
+    return field.json_name, convert, bool(field.is_repeated)
 
 
 def to_dict(message: Message) -> dict[str, Any]:
-    """``message`` in the canonical JSON mapping, as ``MessageToDict`` gives it."""
+    """``message`` in the canonical JSON mapping, as ``MessageToDict`` gives it.
+    Nested objects may be shared with earlier answers (:func:`_memoized`)."""
     out: dict[str, Any] = {}
     for field, value in message.ListFields():
         entry = _CONVERTERS.get(field)
@@ -104,7 +141,10 @@ def to_dict(message: Message) -> dict[str, Any]:
                 return json_format.MessageToDict(message)
             entry = _CONVERTERS[field] = found
         name, convert, repeated = entry
-        out[name] = [convert(v) for v in value] if repeated else convert(value)
+        if convert is None:
+            out[name] = list(value) if repeated else value
+        else:
+            out[name] = list(map(convert, value)) if repeated else convert(value)
     return out
 
 

@@ -30,6 +30,7 @@ from service.api import game_service_pb2 as pb
 from service.app import Caller, GameApp
 from service.background import BackgroundPlayer
 from service.errors import ServiceError
+from service.jsonwire import to_dict
 from service.settings import Settings
 from service.store import GameRecord, Store, StoredEvent
 from service.store.memory import MemoryStore
@@ -232,7 +233,7 @@ def test_a_person_out_of_time_is_played_for_once_then_the_bots_and_a_new_timer()
         assert view.current_seat == 0, "the bot moved until the person is to"
         deadline = view.turn_deadline.ToMilliseconds()
         assert 0 < deadline - time.time() * 1000 <= 1000
-        as_json = await app.get_game_json(game_id, Caller(token=token))
+        as_json = to_dict(await app.get_game(game_id, Caller(token=token)))
         assert as_json["turnTimeoutSeconds"] == 1
         assert as_json["turnDeadline"] == view.turn_deadline.ToJsonString()
         before = view.version

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from service.app import Caller, GameApp
+from service.jsonwire import to_dict
 from service.settings import Settings
 from service.store.redis import RedisStore
 from tests.service_helpers import run
@@ -127,7 +128,7 @@ def test_js_example_plays_a_game(redis_url: str) -> None:
                 env={},
             )
             found = re.search(r"^game (\w+) over at version \d+", output, re.MULTILINE)
-            view = await app.get_game_json(found[1], Caller()) if found else None
+            view = to_dict(await app.get_game(found[1], Caller())) if found else None
             return code, output, view
 
     code, output, view = run(main())

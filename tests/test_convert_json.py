@@ -1,10 +1,10 @@
-"""HTTP's views are built as JSON straight from the engine's view
-(convert.view_to_json) and its ApplyMove/GetGame answers without protobuf
-messages (GameApp.apply_move_json / get_game_json). They must be exactly what
-MessageToDict writes for the gRPC answer: checked on every position of real
-games of every preset, for every seat and a spectator. gRPC's views have their
-trains and hand written in wire format (convert.view_to_proto): they must be
-the message the protobuf API fills field by field."""
+"""A view has one wire form, the GameView message (convert.view_to_proto),
+and one JSON encoder (service.jsonwire) for HTTP. The message must be exactly
+the one the protobuf API fills field by field from the engine's view (the
+trains are copied from those of earlier views: a stale one would show here),
+and its JSON, events' and the HTTP answers' exactly what MessageToDict writes
+for the gRPC answer: checked on every position of real games of every
+preset, for every seat and a spectator."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import asyncio
 import dataclasses
 import random
 
+import httpx
 import pytest
 from google.protobuf import json_format
 
@@ -19,12 +20,14 @@ import engine
 from service import convert
 from service.api import game_service_pb2 as pb
 from service.app import Caller, GameApp
+from service.http_server import create_http_app
+from service.jsonwire import to_dict
 from service.store.memory import MemoryStore
 from tests.presets import players_for
 
 
 def filled_field_by_field(view: engine.GameView, names: tuple[str, ...], bots: tuple[int, ...]):
-    """The reference: ``view_to_proto`` written with the protobuf API only."""
+    """The reference: ``view_to_proto`` written field by field, nothing reused."""
     message = pb.GameView(
         game_id="g" * 20,
         version=view.version,
@@ -115,8 +118,8 @@ def test_view_to_proto_equals_the_message_filled_field_by_field(preset: str, pla
 
 
 def test_view_to_proto_long_trains_and_branches():
-    """Trains and branches longer than 127 bytes (two-byte lengths), the
-    classic line's ref, ends and zeros that proto3 writes or leaves out."""
+    """Long trains and branches, the classic line's ref, ends, and the zeros
+    proto3 writes (an optional set to 0) or leaves out (None: unset)."""
     game = engine.new_game("chicken_foot", 3, "long trains")
     view = engine.build_view(game, 0)
     long = tuple(engine.Tile(a % 19, (a * 7) % 19) for a in range(60))
@@ -144,7 +147,9 @@ def test_view_to_proto_long_trains_and_branches():
 
 @pytest.mark.parametrize("preset", sorted(engine.PRESETS))
 @pytest.mark.parametrize("players", [2, 5])
-def test_view_to_json_equals_message_to_dict(preset: str, players: int) -> None:
+def test_view_json_equals_message_to_dict(preset: str, players: int) -> None:
+    """Every position, as each seat and a spectator see it, in turn: the
+    trains' JSON remembered from one view to the next must follow them."""
     players = players_for(preset, players)
     game = engine.new_game(preset, players, f"json-{preset}-{players}")
     rng = random.Random(players)
@@ -155,10 +160,8 @@ def test_view_to_json_equals_message_to_dict(preset: str, players: int) -> None:
         for seat in (None, *range(players)):
             view = engine.build_view(game, seat)
             caller_seed = seat == 0  # both values of GameView.seedFromCaller
-            expected = json_format.MessageToDict(
-                convert.view_to_proto(view, "g" * 20, names, bots, caller_seed)
-            )
-            assert convert.view_to_json(view, "g" * 20, names, bots, caller_seed) == expected
+            message = convert.view_to_proto(view, "g" * 20, names, bots, caller_seed)
+            assert to_dict(message) == json_format.MessageToDict(message)
             checked += 1
         if game.over:
             break
@@ -167,7 +170,7 @@ def test_view_to_json_equals_message_to_dict(preset: str, players: int) -> None:
 
 
 @pytest.mark.parametrize("preset", sorted(engine.PRESETS))
-def test_event_to_json_equals_message_to_dict(preset: str) -> None:
+def test_event_json_equals_message_to_dict(preset: str) -> None:
     """Every event of a few real games (every kind they raise: deals,
     plays, draws, passes, markers, doubles, round and game ends), as each
     seat and a spectator get it."""
@@ -182,7 +185,7 @@ def test_event_to_json_equals_message_to_dict(preset: str) -> None:
                 message = convert.event_to_proto(event, game.version)
                 for seat in (None, *range(players)):
                     shown = convert.redact(message, seat)
-                    assert convert.event_to_json(shown) == json_format.MessageToDict(shown)
+                    assert to_dict(shown) == json_format.MessageToDict(shown)
                 kinds.add(str(message.WhichOneof("kind")))
             if game.over:
                 break
@@ -190,7 +193,7 @@ def test_event_to_json_equals_message_to_dict(preset: str) -> None:
     assert {"tile_played", "turn_started", "game_ended"} <= kinds, kinds
 
 
-def test_event_to_json_writes_zeros_as_the_mapping_does() -> None:
+def test_event_json_writes_zeros_as_the_mapping_does() -> None:
     """Seat 0, tile 0-0, Mexican train 0 (a oneof member: written even at 0),
     version 0, an unset tile and reason."""
     played = pb.GameEvent()
@@ -203,10 +206,15 @@ def test_event_to_json_writes_zeros_as_the_mapping_does() -> None:
     line.tile_played.train.line.SetInParent()
     line.tile_played.train.end = 2
     for message in (played, drawn, line, pb.GameEvent(), pb.GameEvent(passed=pb.Passed())):
-        assert convert.event_to_json(message) == json_format.MessageToDict(message)
+        assert to_dict(message) == json_format.MessageToDict(message)
 
 
 def test_http_answers_equal_the_grpc_answers_in_json() -> None:
+    """The same game played on two services, one through the application
+    (what gRPC serves) and one through the HTTP app: every HTTP answer is
+    MessageToDict of the other's, and a repeated requestId answers the very
+    same bytes."""
+
     async def go() -> None:
         grpc_side, http_side = GameApp(MemoryStore()), GameApp(MemoryStore())
         create = pb.CreateGameRequest(
@@ -216,40 +224,54 @@ def test_http_answers_equal_the_grpc_answers_in_json() -> None:
             seed="same deal",
             request_id="same game",
         )
-        a = await grpc_side.create_game(create, Caller())
-        b = await http_side.create_game(create, Caller())
-        assert a.game == b.game
-        game_id = a.game.game_id
-        # By seat, the people's seats only: seat 1 is a bot and has no token.
-        tokens = {s.seat: s.token for s in a.seats}, {s.seat: s.token for s in b.seats}
-        assert sorted(tokens[0]) == sorted(tokens[1]) == [0, 2, 3]
-        rng = random.Random(7)
-        view = a.game
-        moves = 0
-        while view.status != pb.GAME_STATUS_FINISHED:
-            seat = view.current_seat
-            legal = await grpc_side.list_legal_moves(game_id, Caller(tokens[0][seat]))
-            move = rng.choice(list(legal.moves)).move
-            # Every tenth move carries a requestId: that answer is remembered
-            # as a message, and its JSON must not change.
-            rid = f"r{moves}" if moves % 10 == 0 else ""
-            request = pb.ApplyMoveRequest(game_id=game_id, move=move, request_id=rid)
-            answer = await grpc_side.apply_move(request, Caller(tokens[0][seat]))
-            as_json = await http_side.apply_move_json(request, Caller(tokens[1][seat]))
-            assert as_json == json_format.MessageToDict(answer)
-            other = next(s for s in ((seat + 1) % 4, (seat + 2) % 4) if s in tokens[0])
-            for grpc_caller, http_caller in (
-                (Caller(), Caller()),
-                (Caller(tokens[0][other]), Caller(tokens[1][other])),
-            ):
-                got = await http_side.get_game_json(game_id, http_caller)
-                expected = await grpc_side.get_game(game_id, grpc_caller)
-                assert got == json_format.MessageToDict(expected)
-            if rid:
-                again = await http_side.apply_move_json(request, Caller(tokens[1][seat]))
-                assert again == as_json
-            view = answer.game
-            moves += 1
-        assert moves > 20
+        transport = httpx.ASGITransport(app=create_http_app(http_side))
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+            a = await grpc_side.create_game(create, Caller())
+            created = await http.post("/v1/games", json=json_format.MessageToDict(create))
+            assert created.status_code == 200, created.text
+            b = created.json()
+            assert b["game"] == json_format.MessageToDict(a.game)
+            game_id = a.game.game_id
+            # By seat, the people's seats only: seat 1 is a bot and has no token.
+            tokens = (
+                {s.seat: s.token for s in a.seats},
+                {s.get("seat", 0): s["token"] for s in b["seats"]},
+            )
+            assert sorted(tokens[0]) == sorted(tokens[1]) == [0, 2, 3]
+
+            def auth(seat: int) -> dict[str, str]:
+                return {"authorization": f"Bearer {tokens[1][seat]}"}
+
+            rng = random.Random(7)
+            view = a.game
+            moves = 0
+            while view.status != pb.GAME_STATUS_FINISHED:
+                seat = view.current_seat
+                legal = await grpc_side.list_legal_moves(game_id, Caller(tokens[0][seat]))
+                move = rng.choice(list(legal.moves)).move
+                # Every tenth move carries a requestId: that answer is
+                # remembered as a message, and its JSON must not change.
+                rid = f"r{moves}" if moves % 10 == 0 else ""
+                request = pb.ApplyMoveRequest(game_id=game_id, move=move, request_id=rid)
+                answer = await grpc_side.apply_move(request, Caller(tokens[0][seat]))
+                body = {"move": json_format.MessageToDict(move), "requestId": rid}
+                url = f"/v1/games/{game_id}/moves"
+                applied = await http.post(url, json=body, headers=auth(seat))
+                assert applied.status_code == 200, applied.text
+                assert applied.json() == json_format.MessageToDict(answer)
+                other = next(s for s in ((seat + 1) % 4, (seat + 2) % 4) if s in tokens[0])
+                for grpc_caller, headers in (
+                    (Caller(), {}),
+                    (Caller(tokens[0][other]), auth(other)),
+                ):
+                    got = await http.get(f"/v1/games/{game_id}", headers=headers)
+                    expected = await grpc_side.get_game(game_id, grpc_caller)
+                    assert got.json() == json_format.MessageToDict(expected)
+                if rid:
+                    again = await http.post(url, json=body, headers=auth(seat))
+                    assert again.content == applied.content
+                view = answer.game
+                moves += 1
+            assert moves > 20
 
     asyncio.run(go())

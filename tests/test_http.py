@@ -1462,7 +1462,7 @@ def test_an_unexpected_failure_is_a_generic_500(
     async def scenario() -> None:
         game_app = GameApp(MemoryStore())
         monkeypatch.setattr(game_app, "create_game", boom)
-        monkeypatch.setattr(game_app, "apply_move_json", boom)
+        monkeypatch.setattr(game_app, "apply_move", boom)
         api = create_http_app(game_app)
         transport = httpx.ASGITransport(app=api, raise_app_exceptions=False)
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
@@ -1482,8 +1482,8 @@ PAGE = "https://play.example.com"
 
 def test_cors_lets_a_configured_origin_play_from_a_browser() -> None:
     """RAILYARD_CORS_ORIGINS: a page of an allowed origin gets its preflight
-    answered and CORS headers on every answer (hot routes, FastAPI routes,
-    errors, the SSE stream); another origin gets none."""
+    answered and CORS headers on every answer (every route, errors, the SSE
+    stream); another origin gets none."""
     settings = Settings(cors_origins=f"{PAGE}, http://localhost:5173/", keepalive=0.05)
 
     async def scenario() -> None:
@@ -1507,8 +1507,8 @@ def test_cors_lets_a_configured_origin_play_from_a_browser() -> None:
             }
             seat = (await view(client, game)).get("currentSeat", 0)
             answers = [
-                await client.get(game.url, headers=origin),  # hot route
-                await client.post(  # hot route, an error
+                await client.get(game.url, headers=origin),  # GetGame
+                await client.post(  # ApplyMove, an error
                     f"{game.url}/moves", json={"move": {"pass": {}}}, headers=origin
                 ),
                 await client.get(
@@ -1582,8 +1582,8 @@ MAX_BODY = Settings().max_body_bytes
 
 def test_bodies_over_a_mebibyte_are_refused_unread() -> None:
     """A request body over max_body_bytes (1 MiB by default, as gRPC's limit) is
-    INVALID_ARGUMENT naming the body, declared or streamed, on the hot route
-    and the routed ones, and changes nothing; one just under it is parsed."""
+    INVALID_ARGUMENT naming the body, declared or streamed, on ApplyMove and
+    CreateGame, and changes nothing; one just under it is parsed."""
 
     async def scenario() -> None:
         async with http_client(GameApp(MemoryStore())) as client:

@@ -1,5 +1,6 @@
-"""service.jsonwire writes exactly what json_format.MessageToDict writes, on
-the views, events and responses of real games of every preset."""
+"""service.jsonwire, the one JSON encoder of the HTTP transport, writes
+exactly what json_format.MessageToDict writes, on the views, events and
+responses of real games of every preset."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 import engine
+from service import jsonwire
 from service.api import game_service_pb2 as pb
 from service.app import Caller, GameApp
 from service.jsonwire import to_dict
@@ -68,3 +70,24 @@ def test_zero_values_are_omitted_and_presence_kept() -> None:
         "engine": {},
         "trains": [{"ref": {"seat": 0}, "tiles": [{"b": 5}]}],
     }
+
+
+def test_remembered_trains_follow_their_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A train's JSON is remembered by its bytes: a train that changed is
+    written anew, an equal one (of another view) the same, a full memo starts
+    over, and an unknown enum number is written as the number, as
+    MessageToDict writes it."""
+    monkeypatch.setattr(jsonwire, "_MEMO_SIZE", 2)
+    monkeypatch.setattr(jsonwire, "_CONVERTERS", {})  # memos of this size only
+    view = pb.GameView()
+    train = view.trains.add(ref=pb.TrainRef(mexican=0), tiles=[pb.Tile(a=1, b=2)])
+    for b in range(3, 9):
+        first = to_dict(view)
+        train.tiles.add(a=2, b=b)  # the same train, one tile longer
+        assert first != to_dict(view) == json_format.MessageToDict(view)
+        again = pb.GameView()
+        again.trains.add().CopyFrom(train)
+        assert to_dict(again) == to_dict(view)
+    view.status = 99  # GameStatus has no value 99
+    assert to_dict(view) == json_format.MessageToDict(view)
+    assert to_dict(view)["status"] == 99

@@ -202,7 +202,7 @@ def test_slow_bodies_and_idle_connections_are_closed_in_time(
     tmp_path: Path, redis_url: str
 ) -> None:
     """RAILYARD_BODY_TIMEOUT=1: a body stalled or trickled after a complete
-    head, on the routed and the hot routes, is closed about 1 s after its
+    head, on CreateGame and ApplyMove, is closed about 1 s after its
     head with a 408 (field body), without a traceback in the log, while a
     game goes on. RAILYARD_IDLE_TIMEOUT=1: a keep-alive connection with no
     next request is closed after about 1 s (the header timeout is 10 s)."""

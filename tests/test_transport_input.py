@@ -242,8 +242,8 @@ def test_a_request_that_does_not_decode_is_invalid_argument(
 
 def test_no_path_answers_a_redirect() -> None:
     """API.md Errors: every HTTP answer is the API's; a path with a trailing
-    slash is an unknown route (404 with a Status body), as the hot routes
-    (GetGame, ApplyMove) already answer, never Starlette's empty 307."""
+    slash is an unknown route (404 with a Status body), as any other unknown
+    path is, never Starlette's empty 307."""
 
     async def scenario() -> None:
         async with instance(MemoryStore()) as inst:
