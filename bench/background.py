@@ -3,7 +3,7 @@ background player (issue 14: at the bots' full strength, no cut budget).
 
 Each game seats one expert and three greedy bots (the expert's seat turns
 with the game, so no seat's place in the order favours it), is created
-through GameApp.create_game and played by service.background.BackgroundPlayer
+through GameApp.create_game and played by service.app.background.BackgroundPlayer
 over the in-process store, exactly as ``railyard serve`` plays it. Per round
 (lower is better in Mexican Train): the expert's score against the greedy
 seats' mean, and rounds won (the round's lowest score; a tie shares it).
@@ -32,7 +32,7 @@ import time  # noqa: E402
 
 from service.api import game_service_pb2 as pb  # noqa: E402
 from service.app import Caller, GameApp  # noqa: E402
-from service.background import BackgroundPlayer  # noqa: E402
+from service.app.background import BackgroundPlayer  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from service.store.memory import MemoryStore  # noqa: E402
 

@@ -9,7 +9,7 @@ awaiting the store would), and two processes of grpc.aio clients keep
 ``--clients`` calls in flight (a channel each), as ``bench/service.py``
 plays the service. The figure is the server process's CPU (user + system,
 all threads) over the calls answered in the window. The servers, both with
-the service's channel arguments (``service.grpc_server.channel_options``):
+the service's channel arguments (``service.transports.grpc.server.channel_options``):
 
 * ``aio``: grpc.aio's server, the handler a coroutine on its loop: what
   ``railyard serve`` runs;
@@ -72,8 +72,8 @@ def _grpc_handler(behavior: Any) -> grpc.GenericRpcHandler[bytes, bytes]:
 
 
 def _options() -> list[tuple[str, int]]:
-    from service.grpc_server import channel_options
     from service.settings import Settings
+    from service.transports.grpc.server import channel_options
 
     return channel_options(Settings())
 

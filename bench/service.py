@@ -110,9 +110,9 @@ import redis  # noqa: E402
 from google.protobuf import json_format  # noqa: E402
 
 import engine  # noqa: E402
-from service import convert  # noqa: E402
 from service.api import game_service_pb2 as pb  # noqa: E402
 from service.api import game_service_pb2_grpc as pb_grpc  # noqa: E402
+from service.app import convert  # noqa: E402
 
 #: Issue 23's targets: p99 at 50 clients on both transports; server CPU a
 #: gRPC move.
@@ -328,7 +328,7 @@ class Server:
 _CPROFILE_LAUNCHER: Final = """
 import asyncio, cProfile, logging, signal, sys
 from service.settings import Settings
-from service.server import serve
+from service.ops.serve import serve
 out, grpc_port, http_port, url = sys.argv[1:5]
 logging.basicConfig(level=logging.WARNING)
 settings = Settings(host="127.0.0.1", grpc_port=int(grpc_port), http_port=int(http_port),
@@ -954,10 +954,10 @@ def run_grpc(
 
 _AREAS: Final = (
     ("engine/", "engine (rules, views, state)"),
-    ("service/convert.py", "service/convert.py (engine <-> proto)"),
-    ("service/app.py", "service/app.py"),
-    ("service/http_server.py", "service/http_server.py"),
-    ("service/grpc_server.py", "service/grpc_server.py"),
+    ("service/app/convert.py", "service/app/convert.py (engine <-> proto)"),
+    ("service/app/__init__.py", "service/app/__init__.py"),
+    ("service/transports/http/server.py", "service/transports/http/server.py"),
+    ("service/transports/grpc/server.py", "service/transports/grpc/server.py"),
     ("service/store/", "service/store (RedisStore)"),
     ("protobuf/", "protobuf (json_format, messages)"),
     ("fastapi/", "fastapi"),
@@ -1100,9 +1100,9 @@ def app_breakdown(players: int, preset: str, rounds: int, games: int = 12) -> li
     view, state, response) and each transport's translation."""
     import orjson
 
-    from service import jsonwire
     from service.app import Seats
-    from service.http_server import fast_apply_move, parse_raw_body
+    from service.transports.http import jsonwire
+    from service.transports.http.server import fast_apply_move, parse_raw_body
 
     ruleset = convert.ruleset_from_proto(pb.Ruleset(preset=preset, rounds=rounds))
     positions: list[tuple[bytes, int, int, engine.Move]] = []
@@ -1166,7 +1166,7 @@ def app_breakdown(players: int, preset: str, rounds: int, games: int = 12) -> li
             orjson.dumps(game.to_dict())
         with timed("gRPC: serialize the response"):
             sizes["gRPC"] += len(response.SerializeToString())
-        with timed("HTTP: the response to JSON (service.jsonwire)"):
+        with timed("HTTP: the response to JSON (service.transports.http.jsonwire)"):
             as_dict = jsonwire.to_dict(response)
         with timed("HTTP: orjson.dumps of the response"):
             sizes["HTTP"] += len(orjson.dumps(as_dict))

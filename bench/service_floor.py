@@ -4,7 +4,7 @@
 
 One process, exactly as ``railyard serve`` runs (``asyncio.run`` with the
 default event loop; grpc.aio's server on that loop, with the service's
-channel arguments and handlers (service.grpc_server); uvicorn
+channel arguments and handlers (service.transports.grpc.server); uvicorn
 serving a FastAPI app inside the same loop), whose ApplyMove does only the
 Redis round trips a real apply-move does, through the service's own
 :class:`~service.store.redis.RedisStore` (same pool, same scripts): one
@@ -16,7 +16,7 @@ rules work, a tiny response. Keys live under the ``floor`` prefix
 games, so the very same requests (real game ids in path or message) drive it.
 
 * gRPC: ``/railyard.v1.GameService/ApplyMove`` (served through
-  ``service.grpc_server.service_handler`` as the service's methods are; the
+  ``service.transports.grpc.server.service_handler`` as the service's methods are; the
   ``authorization`` metadata is read);
 * HTTP: ``POST /v1/games/{gameId}/moves`` (body read, not parsed), a route
   of an included router as the service serves it, and ``GET /healthz``.
@@ -47,11 +47,11 @@ from fastapi import APIRouter, FastAPI, Request  # noqa: E402
 from fastapi.responses import JSONResponse, Response  # noqa: E402
 
 from service.api import game_service_pb2 as pb  # noqa: E402
-from service.grpc_server import Context, channel_options, service_handler  # noqa: E402
-from service.http_server import json_response, scope_header  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from service.store import Commit, StoredEvent  # noqa: E402
 from service.store.redis import RedisStore  # noqa: E402
+from service.transports.grpc.server import Context, channel_options, service_handler  # noqa: E402
+from service.transports.http.server import json_response, scope_header  # noqa: E402
 
 PREFIX: Final = "floor"
 
@@ -138,7 +138,7 @@ def create_http_app(floor: Floor) -> FastAPI:
 
 
 class _QuietServer(uvicorn.Server):
-    """uvicorn without its own signal handling (as service.server does it)."""
+    """uvicorn without its own signal handling (as service.ops.serve does it)."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -148,7 +148,7 @@ class _QuietServer(uvicorn.Server):
 async def serve(host: str, grpc_port: int, http_port: int, redis_url: str) -> None:
     store = RedisStore(redis_url, prefix=PREFIX)
     floor = Floor(store)
-    # The server and options of service.grpc_server.create_grpc_server.
+    # The server and options of service.transports.grpc.server.create_grpc_server.
     server = grpc.aio.server(options=channel_options(Settings()))
     servicer = FloorServicer(floor)  # only ApplyMove is served
     server.add_generic_rpc_handlers(
@@ -161,7 +161,7 @@ async def serve(host: str, grpc_port: int, http_port: int, redis_url: str) -> No
         )
     )
     server.add_insecure_port(f"{host}:{grpc_port}")
-    # The uvicorn options of service.server.serve.
+    # The uvicorn options of service.ops.serve.serve.
     config = uvicorn.Config(
         create_http_app(floor),
         host=host,

@@ -50,11 +50,11 @@ from starlette.types import Message as ASGIMessage  # noqa: E402
 from service.api import game_service_pb2 as pb  # noqa: E402
 from service.api import game_service_pb2_grpc as pb_grpc  # noqa: E402
 from service.app import GameApp  # noqa: E402
-from service.grpc_server import create_grpc_server  # noqa: E402
-from service.http_server import create_http_app  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from service.store import Store  # noqa: E402
 from service.store.memory import MemoryStore  # noqa: E402
+from service.transports.grpc.server import create_grpc_server  # noqa: E402
+from service.transports.http.server import create_http_app  # noqa: E402
 
 RULES: Final = {"setMax": 9, "handSize": 10, "rounds": 1}
 

@@ -11,11 +11,9 @@
   --jobs 2``; prints per bot level the rounds won share with its 95%
   interval, the mean round score and game total, and decision times
   (``engine/arena.py`` says how each figure is computed).
-* ``railyard loadtest``: real games played against a running deployment,
-  e.g. ``railyard loadtest --url host-a:50051,host-b:50051 --games 200
-  --concurrency 20 --duration 60``; a progress line each second, then moves/s,
-  games/s, latency p50/p95/p99 per call and errors by kind
-  (``service/loadtest.py``).
+
+Load tests are a client's work: ``railyard-loadtest``, from the Python client
+(``railyard_client.loadtest``).
 """
 
 from __future__ import annotations
@@ -28,7 +26,6 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -95,9 +92,9 @@ def _serve(args: argparse.Namespace) -> int:
             where = ".".join(map(str, error["loc"])) or "settings"
             print(f"railyard serve: bad setting: {where}: {error['msg']}", file=sys.stderr)
         return 2
-    from service.server import StartupError, serve
-    from service.telemetry import configure_logging
-    from service.workers import WorkersRefusedError, supervise, worker_count
+    from service.ops.serve import StartupError, serve
+    from service.ops.telemetry import configure_logging
+    from service.ops.workers import WorkersRefusedError, supervise, worker_count
 
     try:
         workers = worker_count(settings)
@@ -300,7 +297,7 @@ async def _play_game(
             if answer.isdigit() and int(answer) < len(legal.moves):
                 move = legal.moves[int(answer)].move
             else:
-                from service.convert import move_to_proto
+                from service.app.convert import move_to_proto
 
                 move = move_to_proto(engine.Move.parse(answer))
         except engine.RailyardError as exc:
@@ -326,8 +323,8 @@ async def _play_async(args: argparse.Namespace, read: Read, write: Write) -> int
             return await _play_game(pb_grpc.GameServiceStub(channel), args, read, write)
     # No server given: start the service in this process (memory store).
     from service.app import GameApp
-    from service.grpc_server import create_grpc_server
     from service.store.memory import MemoryStore
+    from service.transports.grpc.server import create_grpc_server
 
     server, port = create_grpc_server(GameApp(MemoryStore()), "127.0.0.1", 0)
     await server.start()
@@ -475,41 +472,6 @@ def _play_options(target: argparse.ArgumentParser) -> None:
     target.add_argument("--server", default="", help="host:port of a running gRPC service")
 
 
-# ------------------------------------------------------------------ loadtest
-
-
-def _loadtest(args: argparse.Namespace) -> int:
-    try:
-        from service import loadtest
-    except ImportError as exc:
-        # The image and a plain `pip install .` may lack the client package.
-        print(
-            f"railyard loadtest: needs the Python client (pip install ./clients/python): {exc}",
-            file=sys.stderr,
-        )
-        return 1
-    try:
-        urls = loadtest.parse_urls(args.url, args.transport)
-    except loadtest.LoadtestError as error:
-        print(f"railyard loadtest: {error}", file=sys.stderr)
-        return 2
-    plan = loadtest.Plan(
-        urls=urls,
-        games=args.games,
-        concurrency=args.concurrency,
-        duration=args.duration,
-        preset=args.preset,
-        rounds=args.rounds,
-        people=args.players,
-        bots=args.bots,
-        bot_level=args.bot_level,
-        api_key=args.api_key,
-        timeout=args.timeout,
-        progress_interval=args.progress_interval,
-    )
-    return loadtest.run(plan, summary_json=args.summary_json)
-
-
 def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
     def parse(text: str) -> Any:
         value = kind(text)
@@ -519,51 +481,6 @@ def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
 
     parse.__name__ = kind.__name__  # argparse names the type in its message
     return parse
-
-
-def _loadtest_options(target: argparse.ArgumentParser) -> None:
-    target.add_argument(
-        "--url",
-        required=True,
-        help="the deployment: host:port (gRPC) or http://host:port (HTTP); several, "
-        "comma-separated, spread the players over replicas",
-    )
-    target.add_argument(
-        "--transport", choices=["grpc", "http"], default=None, help="default: told by --url"
-    )
-    target.add_argument(
-        "--games", type=_positive(int), default=100, help="games to start at most (100)"
-    )
-    target.add_argument(
-        "--concurrency", type=_positive(int), default=10, help="players at once (10)"
-    )
-    target.add_argument(
-        "--duration", type=_positive(float), default=60.0, help="seconds at most (60)"
-    )
-    target.add_argument("--preset", default="standard", help="the games' ruleset preset")
-    target.add_argument(
-        "--rounds", type=int, default=1, help="rounds per game (1; 0: the preset's)"
-    )
-    target.add_argument(
-        "--players", type=_positive(int), default=4, help="seats the tool plays (4)"
-    )
-    target.add_argument("--bots", type=int, default=0, help="seats the service's bots play (0)")
-    target.add_argument("--bot-level", choices=["random", "greedy", "expert"], default="greedy")
-    target.add_argument(
-        "--api-key", default="", help="an operator API key, sent as x-api-key on every call"
-    )
-    target.add_argument(
-        "--timeout", type=_positive(float), default=10.0, help="seconds per call (10)"
-    )
-    target.add_argument(
-        "--progress-interval",
-        type=float,
-        default=1.0,
-        help="seconds between progress lines on stderr (1; 0: none)",
-    )
-    target.add_argument(
-        "--summary-json", type=Path, default=None, help="also write the summary as JSON here"
-    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -744,17 +661,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     _play_options(sub.add_parser("play", help="play in the terminal against bots (default)"))
     _arena_options(sub.add_parser("arena", help="bots against bots on the engine alone"))
-    _loadtest_options(
-        sub.add_parser("loadtest", help="play real games against a running deployment")
-    )
     _play_options(parser)
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args)
     if args.command == "arena":
         return _arena(args)
-    if args.command == "loadtest":
-        return _loadtest(args)
     if not 0 <= args.seat < args.players:
         parser.error(f"--seat must be from 0 to {args.players - 1}")
     return play(args)

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from service.identity import TrustedProxies
-from service.tenants import ApiKeys, plain_keys
+if TYPE_CHECKING:
+    from service.app.tenants import ApiKeys
+
+# service.app's modules are imported where they are used below: the
+# application layer reads these settings, so importing it here would be
+# circular.
 
 
 class Settings(BaseSettings):
@@ -57,7 +61,7 @@ class Settings(BaseSettings):
     #: one more is refused before it reads (RESOURCE_EXHAUSTED
     #: TOO_MANY_LOG_READS, HTTP 429 with Retry-After). Each reads every event
     #: of its game in one store reply; a finished game's log is kept by the
-    #: process (service.history), and a call answered from it reads nothing.
+    #: process (service.app.history), and a call answered from it reads nothing.
     max_log_reads: int = Field(32, ge=1)
     #: Seconds between SSE keep-alive comments (API.md: at most 15).
     keepalive: float = Field(15, gt=0, le=15)
@@ -83,7 +87,7 @@ class Settings(BaseSettings):
     #: and one store round trip).
     background_moves: int = Field(1, ge=1)
     #: Processes serving the same ports (SO_REUSEPORT), each a whole replica
-    #: over the store (service.workers). Unset: one per CPU with Redis, one
+    #: over the store (service.ops.workers). Unset: one per CPU with Redis, one
     #: with the in-process store (which refuses more: its games are one
     #: process's).
     workers: int | None = Field(None, ge=1)
@@ -145,7 +149,7 @@ class Settings(BaseSettings):
     #: certificate signed by one of them, on both ports).
     tls_client_ca: str = ""
 
-    # Tenants (service.tenants, README "Tenants and API keys"): with any key
+    # Tenants (service.app.tenants, README "Tenants and API keys"): with any key
     # configured, CreateGame needs one; none keeps the open embedded default.
     #: API keys, ``name:key`` or ``name:sha256:<hex>``, comma- or line-separated.
     api_keys: str = ""
@@ -162,6 +166,8 @@ class Settings(BaseSettings):
     @field_validator("trusted_proxies")
     @classmethod
     def _proxies(cls, value: str) -> str:
+        from service.app.identity import TrustedProxies
+
         TrustedProxies.parse(value)  # raises ValueError naming the bad entry
         return value
 
@@ -210,10 +216,14 @@ class Settings(BaseSettings):
 
     def api_key_set(self) -> ApiKeys:
         """The configured API keys (``api_keys`` and ``api_keys_file`` together)."""
+        from service.app.tenants import ApiKeys
+
         return ApiKeys.load(self.api_keys, self.api_keys_file)
 
     def plain_api_keys(self) -> tuple[str, ...]:
         """The configured API keys given as themselves, for the log to redact."""
+        from service.app.tenants import plain_keys
+
         return plain_keys(self.api_keys, self.api_keys_file)
 
     @field_validator("cors_origins")

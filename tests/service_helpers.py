@@ -14,10 +14,10 @@ from grpc_status import rpc_status
 from service.api import game_service_pb2 as pb
 from service.api import game_service_pb2_grpc as pb_grpc
 from service.app import GameApp
-from service.grpc_server import create_grpc_server
 from service.settings import Settings
 from service.store import Store
 from service.store.memory import MemoryStore
+from service.transports.grpc.server import create_grpc_server
 
 T = TypeVar("T")
 

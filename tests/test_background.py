@@ -25,16 +25,15 @@ import orjson
 import pytest
 
 import engine
-from service import convert
 from service.api import game_service_pb2 as pb
-from service.app import Caller, GameApp
-from service.background import BackgroundPlayer
-from service.errors import ServiceError
-from service.jsonwire import to_dict
+from service.app import Caller, GameApp, convert
+from service.app.background import BackgroundPlayer
+from service.app.errors import ServiceError
 from service.settings import Settings
 from service.store import GameRecord, Store, StoredEvent
 from service.store.memory import MemoryStore
 from service.store.redis import RedisStore
+from service.transports.http.jsonwire import to_dict
 from tests.service_helpers import run
 from tests.test_service_resilience import serve
 

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from service.app import Caller, GameApp
-from service.jsonwire import to_dict
 from service.settings import Settings
 from service.store.redis import RedisStore
+from service.transports.http.jsonwire import to_dict
 from tests.service_helpers import run
 from tests.test_service_e2e import http_server
 

@@ -668,7 +668,7 @@ def test_bot_levels_see_the_engine_view_the_service_sent(preset: str) -> None:
     seat to move, it equals the view the service built (MT-VIS-1/2)."""
     from railyard_client import engine_view
 
-    from service.convert import move_to_proto, view_to_proto
+    from service.app.convert import move_to_proto, view_to_proto
 
     game = engine.new_game(engine.preset(preset), 3, f"wire-{preset}")
     choose = engine_view.chooser("greedy")

@@ -1,5 +1,5 @@
 """A view has one wire form, the GameView message (convert.view_to_proto),
-and one JSON encoder (service.jsonwire) for HTTP. The message must be exactly
+and one JSON encoder (service.transports.http.jsonwire) for HTTP. The message must be exactly
 the one the protobuf API fills field by field from the engine's view (the
 trains are copied from those of earlier views: a stale one would show here),
 and its JSON, events' and the HTTP answers' exactly what MessageToDict writes
@@ -17,12 +17,11 @@ import pytest
 from google.protobuf import json_format
 
 import engine
-from service import convert
 from service.api import game_service_pb2 as pb
-from service.app import Caller, GameApp
-from service.http_server import create_http_app
-from service.jsonwire import to_dict
+from service.app import Caller, GameApp, convert
 from service.store.memory import MemoryStore
+from service.transports.http.jsonwire import to_dict
+from service.transports.http.server import create_http_app
 from tests.presets import players_for
 
 

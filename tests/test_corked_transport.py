@@ -1,4 +1,4 @@
-"""service.http_limits.CorkedTransport over a real socket: what one turn of
+"""service.transports.http.limits.CorkedTransport over a real socket: what one turn of
 the loop writes leaves in one write of the socket's transport, in order;
 closing and ending the sending side send what is pending first; an abort
 drops it."""
@@ -10,7 +10,7 @@ import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from service.http_limits import CorkedTransport
+from service.transports.http.limits import CorkedTransport
 
 
 @asynccontextmanager

@@ -1,4 +1,4 @@
-"""``/docs`` works offline, and its request examples play (service/docs.py).
+"""``/docs`` works offline, and its request examples play (service/transports/http/docs.py).
 
 A real service (uvicorn on a free loopback port) answers: the Swagger UI page
 names no URL outside the service and every file it loads is served; the
@@ -17,10 +17,10 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 import jsonschema_rs
 
-from service import docs
 from service.app import GameApp
 from service.settings import Settings
 from service.store.memory import MemoryStore
+from service.transports.http import docs
 from tests.service_helpers import run
 from tests.test_service_e2e import http_server
 
@@ -89,7 +89,7 @@ def _body_examples(document: dict[str, Any], operation_id: str) -> tuple[Any, di
 
 
 def test_request_examples_are_valid_against_their_schemas() -> None:
-    from service.http_server import create_http_app
+    from service.transports.http.server import create_http_app
 
     document = create_http_app(GameApp(MemoryStore())).openapi()
     for operation_id in ("CreateGame", "ApplyMove"):

@@ -172,4 +172,4 @@ def test_a_wheel_holds_every_engine_and_service_module(tmp_path: Path) -> None:
         for path in (tree / package).rglob("*.py")
     }
     assert wanted - shipped == set()
-    assert {"service/web/index.html", "engine/py.typed"} <= shipped
+    assert {"service/transports/http/web/index.html", "engine/py.typed"} <= shipped

@@ -16,9 +16,9 @@ from grpc_reflection.v1alpha import reflection_pb2
 from service.api import game_service_pb2 as pb
 from service.api import game_service_pb2_grpc as pb_grpc
 from service.app import GameApp
-from service.grpc_server import create_grpc_server
 from service.settings import Settings
 from service.store.memory import MemoryStore
+from service.transports.grpc.server import create_grpc_server
 from tests.presets import LINE_PRESETS, players_for
 from tests.service_helpers import (
     bearer,

@@ -1,4 +1,4 @@
-"""The HTTP/JSON transport (service/http_server.py) against API.md.
+"""The HTTP/JSON transport (service/transports/http/server.py) against API.md.
 
 Every request goes through the real ASGI app: ``httpx.ASGITransport`` for
 plain calls (it buffers a whole response), and a small hand-driven ASGI
@@ -28,10 +28,10 @@ from google.protobuf import json_format
 import engine
 from service.api import game_service_pb2 as pb
 from service.app import GameApp
-from service.http_server import _event_stream, close_streams, create_http_app
 from service.settings import Settings
 from service.store import StoreUnavailableError
 from service.store.memory import MemoryStore
+from service.transports.http.server import _event_stream, close_streams, create_http_app
 from tests.presets import LINE_PRESETS, players_for
 
 T = TypeVar("T")
@@ -1394,7 +1394,8 @@ def test_openapi_document_is_generated_from_the_proto() -> None:
     assert "string" in view["version"]["type"]
     # A response-only message: canonical forms only (no null, no string for a uint32).
     assert view["round"] == {"type": "integer", "minimum": 0, "maximum": 2**32 - 1}
-    # What a request reaches also takes the parser's other input forms (service.openapi).
+    # What a request reaches also takes the parser's other input forms
+    # (service.transports.http.openapi).
     assert schemas["Tile"]["properties"]["a"] == {
         "anyOf": [
             {"type": "integer", "minimum": 0, "maximum": 18},

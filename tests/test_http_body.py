@@ -1,5 +1,5 @@
 """An HTTP body is decoded by orjson when it can be and by json otherwise
-(service.http_server._decoded): either way the value, or the refusal, is
+(service.transports.http.server._decoded): either way the value, or the refusal, is
 json's with the hook that refuses a name given twice in one object. Checked
 on hand-picked bodies and on random JSON texts with repeated names, colons
 inside strings and values orjson refuses."""
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.errors import ServiceError
-from service.http_server import _decoded, _first_line, _refuse_duplicates
+from service.app.errors import ServiceError
+from service.transports.http.server import _decoded, _first_line, _refuse_duplicates
 
 
 def _by_json(raw: bytes) -> tuple[str, Any]:

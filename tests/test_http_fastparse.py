@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from service.api import game_service_pb2 as pb
-from service.http_server import fast_apply_move
+from service.transports.http.server import fast_apply_move
 
 
 def _parse_dict(data: dict[str, Any]) -> pb.ApplyMoveRequest | None:

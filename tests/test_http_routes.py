@@ -23,12 +23,12 @@ from opentelemetry.trace import SpanKind
 from starlette.routing import BaseRoute, Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from service import http_server
 from service.api import game_service_pb2 as pb
 from service.app import GameApp
-from service.http_server import RailyardAPI, create_http_app, games
 from service.settings import Settings
 from service.store.memory import MemoryStore
+from service.transports.http import server as http_server
+from service.transports.http.server import RailyardAPI, create_http_app, games
 from tests.test_telemetry import samples, value
 
 GAME = "/v1/games"
@@ -237,7 +237,7 @@ def test_a_turn_route_that_fails_answers_500_as_every_route_does(
 
 def test_an_http_call_is_one_server_span(monkeypatch: pytest.MonkeyPatch) -> None:
     """With a tracer provider configured for the process, a call is the one
-    server span of service.tracing, whatever its route: FastAPI's own
+    server span of service.ops.tracing, whatever its route: FastAPI's own
     telemetry makes none."""
     spans = InMemorySpanExporter()
     provider = TracerProvider()

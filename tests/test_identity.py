@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from service import identity
-from service.identity import TrustedProxies, grpc_peer_host, rate_key
-from service.ratelimit import TokenBuckets
+from service.app import identity
+from service.app.identity import TrustedProxies, grpc_peer_host, rate_key
+from service.app.ratelimit import TokenBuckets
 
 
 def test_doctests() -> None:

@@ -36,12 +36,12 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from service.app import Caller, GameApp
-from service.grpc_server import create_grpc_server
-from service.jsonwire import to_dict
 from service.settings import Settings
 from service.store import Store
 from service.store.memory import MemoryStore
 from service.store.redis import RedisStore
+from service.transports.grpc.server import create_grpc_server
+from service.transports.http.jsonwire import to_dict
 
 ROOT = Path(__file__).resolve().parent.parent
 CLIENT = ROOT / "tests" / "interop" / "grpc-js"
@@ -271,7 +271,7 @@ def test_grpc_js_plays_a_whole_game_and_meets_the_protocol(
     assert outcome.game["version"] == str(game["finalVersion"])  # proto3 JSON: int64 as text
     assert outcome.game["winners"] == game["winners"]
 
-    # Refusals: code, grpc-message and google.rpc.Status/ErrorInfo (service/errors.py).
+    # Refusals: code, grpc-message and google.rpc.Status/ErrorInfo (service/app/errors.py).
     assert summary["errors"] == {
         "staleVersion": "ABORTED VERSION_MISMATCH",
         "noGame": "NOT_FOUND GAME_NOT_FOUND",

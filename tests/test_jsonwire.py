@@ -1,4 +1,4 @@
-"""service.jsonwire, the one JSON encoder of the HTTP transport, writes
+"""service.transports.http.jsonwire, the one JSON encoder of the HTTP transport, writes
 exactly what json_format.MessageToDict writes, on the views, events and
 responses of real games of every preset."""
 
@@ -12,11 +12,11 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 import engine
-from service import jsonwire
 from service.api import game_service_pb2 as pb
 from service.app import Caller, GameApp
-from service.jsonwire import to_dict
 from service.store.memory import MemoryStore
+from service.transports.http import jsonwire
+from service.transports.http.jsonwire import to_dict
 from tests.presets import is_line_game
 
 

@@ -43,7 +43,7 @@ import pytest
 
 from service.api import game_service_pb2 as pb
 from service.api import game_service_pb2_grpc as pb_grpc
-from service.server import ACCEPT_FAILED, OWN_DESCRIPTORS, AcceptFailureLog
+from service.ops.serve import ACCEPT_FAILED, OWN_DESCRIPTORS, AcceptFailureLog
 from tests.service_helpers import run
 from tests.test_service_resilience import RAILYARD, Serve, auth, free_port, serve
 

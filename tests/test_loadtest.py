@@ -1,4 +1,4 @@
-"""``railyard loadtest`` against two real replicas (``railyard serve``
+"""``railyard-loadtest`` against two real replicas (``railyard serve``
 subprocesses sharing one real redis-server), over gRPC and over HTTP: the
 games it reports finished exist in Redis and are FINISHED through GetGame,
 both replicas served some, the summary counts what was played; a service that
@@ -24,9 +24,12 @@ import pytest
 import redis
 from railyard_client import Client, pb
 
-from service.server import _listen_http
+from service.ops.serve import _listen_http
 from service.settings import Settings
 from tests.test_service_resilience import RAILYARD, Serve, free_port, serve
+
+#: The Python client's load test command, beside ``railyard`` in the venv.
+LOADTEST = RAILYARD.parent / "railyard-loadtest"
 
 
 @pytest.fixture
@@ -37,7 +40,7 @@ def replicas(tmp_path: Path, redis_url: str) -> Iterator[list[Serve]]:
 
 def loadtest(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(RAILYARD), "loadtest", *args],
+        [str(LOADTEST), *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -91,7 +94,7 @@ def test_loadtest_plays_real_games_on_two_replicas(
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     out = done.stdout
-    assert f"railyard loadtest: {transport} to 2 URL(s), 2 concurrent" in out
+    assert f"railyard-loadtest: {transport} to 2 URL(s), 2 concurrent" in out
     assert re.search(r"^games +4 finished", out, re.MULTILINE), out
     assert re.search(r"^errors +none$", out, re.MULTILINE), out
     for kind in ("CreateGame", "ListLegalMoves", "ApplyMove"):
@@ -129,7 +132,7 @@ def test_loadtest_of_an_unreachable_service_says_so_in_one_line() -> None:
         assert done.returncode == 1, done.stdout + done.stderr
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1, done.stderr
-        assert lines[0].startswith(f"railyard loadtest: cannot reach {url}: UNAVAILABLE"), lines
+        assert lines[0].startswith(f"railyard-loadtest: cannot reach {url}: UNAVAILABLE"), lines
 
 
 def test_loadtest_refuses_an_http_url_for_grpc_and_an_unknown_preset(
@@ -138,13 +141,13 @@ def test_loadtest_refuses_an_http_url_for_grpc_and_an_unknown_preset(
     done = loadtest("--url", replicas[0].base_url, "--transport", "grpc", timeout=60)
     assert done.returncode == 2
     assert done.stderr.strip() == (
-        f"railyard loadtest: --url {replicas[0].base_url} is an HTTP URL, "
+        f"railyard-loadtest: --url {replicas[0].base_url} is an HTTP URL, "
         "but --transport is grpc: give host:port"
     )
     done = loadtest("--url", replicas[0].base_url, "--preset", "nope", timeout=60)
     assert done.returncode == 1
     assert done.stderr.startswith(
-        f"railyard loadtest: --preset nope: {replicas[0].base_url} has no such preset"
+        f"railyard-loadtest: --preset nope: {replicas[0].base_url} has no such preset"
     ), done.stderr
     assert "standard" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1

@@ -29,7 +29,7 @@ def test_every_project_requirement_is_pinned_within_its_bounds() -> None:
 
 
 def test_extras_of_project_requirements_are_pinned_within_their_bounds() -> None:
-    # uvicorn[standard] brings httptools, which service/http_limits.py needs.
+    # uvicorn[standard] brings httptools, which service/transports/http/limits.py needs.
     pins = locked_pins()
     wrong = []
     for requirement in project_requirements():

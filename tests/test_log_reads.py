@@ -1,4 +1,4 @@
-"""Whole-history reads are bounded per process (service/history.py): a
+"""Whole-history reads are bounded per process (service/app/history.py): a
 finished game's log is read from the store once and kept, an unfinished
 game's never is, and past ``max_log_reads`` reads at once GetGameLog and a
 replaying WatchGame are refused (RESOURCE_EXHAUSTED TOO_MANY_LOG_READS, HTTP
@@ -18,14 +18,14 @@ import pytest
 from service.api import game_service_pb2 as pb
 from service.api import game_service_pb2_grpc as pb_grpc
 from service.app import Caller, GameApp
-from service.errors import ServiceError
-from service.grpc_server import create_grpc_server
-from service.history import KEPT_SECONDS, FinishedLogs
-from service.http_server import create_http_app
+from service.app.errors import ServiceError
+from service.app.history import KEPT_SECONDS, FinishedLogs
 from service.settings import Settings
 from service.store import GameRecord, StoredEvent
 from service.store.memory import MemoryStore
 from service.store.redis import RedisStore
+from service.transports.grpc.server import create_grpc_server
+from service.transports.http.server import create_http_app
 from tests.service_helpers import bearer, expect_error, people, run
 
 SHORT = pb.Ruleset(set_max=6, hand_size=7, rounds=1)

@@ -1,4 +1,4 @@
-"""No secret in any log line, at any level (service/redaction.py): seat
+"""No secret in any log line, at any level (service/ops/redaction.py): seat
 tokens, API keys and ``authorization`` headers are redacted by the filter on
 the process's one log handler, every library logger reaches that handler,
 and gRPC's C-core traces, which write to stderr past it, stay off."""
@@ -21,9 +21,9 @@ import pytest
 from service.api import game_service_pb2 as pb
 from service.api import game_service_pb2_grpc as pb_grpc
 from service.app import Caller
-from service.redaction import REDACTED, RedactSecrets
-from service.telemetry import log_handler, through_root
-from service.tenants import plain_keys
+from service.app.tenants import plain_keys
+from service.ops.redaction import REDACTED, RedactSecrets
+from service.ops.telemetry import log_handler, through_root
 from tests.service_helpers import error_info
 from tests.test_service_resilience import serve
 
@@ -121,7 +121,7 @@ def test_a_caller_is_safe_to_log() -> None:
 
 
 def emit(form: str, logger: str, message: str, *args: object, **kwargs: object) -> str:
-    """What the process's handler (service.telemetry.log_handler) writes for one record."""
+    """What the process's handler (service.ops.telemetry.log_handler) writes for one record."""
     out = io.StringIO()
     handler = log_handler(form, [KEY], stream=out)
     # A logger of no manager: no other handler (pytest's) sees its records.

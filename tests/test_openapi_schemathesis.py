@@ -1,7 +1,7 @@
 """Schemathesis against the HTTP transport's own OpenAPI document.
 
-Requests generated from the schemas (service/openapi.py, from the proto
-descriptors, with service/field_limits.py) go through the real ASGI app.
+Requests generated from the schemas (service/transports/http/openapi.py, from the proto
+descriptors, with service/transports/http/field_limits.py) go through the real ASGI app.
 
 - Every operation, schemathesis's default modes (positive and negative): no
   answer is a 5xx, every status is one the operation documents, and every
@@ -48,9 +48,9 @@ from engine.games.mexican_train.rules import (
 from engine.tiles import MAX_SET, MIN_SET
 from service.api import game_service_pb2 as pb
 from service.app import MAX_NAME, MAX_REQUEST_ID, MAX_SEED, GameApp
-from service.field_limits import FIELD_LIMITS
-from service.http_server import APPLY_MOVE_BODY, create_http_app
 from service.store.memory import MemoryStore
+from service.transports.http.field_limits import FIELD_LIMITS
+from service.transports.http.server import APPLY_MOVE_BODY, create_http_app
 
 api = create_http_app(GameApp(MemoryStore()))
 schema = schemathesis.openapi.from_asgi("/openapi.json", api).exclude(operation_id="WatchGame")
@@ -210,7 +210,8 @@ CREATE_GAME_CASES: list[tuple[str, Any, bool]] = [
     ("bot unknown number", {"players": [{}, {"bot": 9}]}, False),
     ("bot true", {"players": [{}, {"bot": True}]}, False),
     ("unknown field", {"players": TWO, "colour": "red"}, False),
-    # json_format would take any iterable for a message (service.jsonwire.check_input).
+    # json_format would take any iterable for a message
+    # (service.transports.http.jsonwire.check_input).
     ("ruleset an empty list", {"players": TWO, "ruleset": []}, False),
     ("player an empty string", {"players": [{}, ""]}, False),
     ("body not an object", [TWO], False),

@@ -18,8 +18,8 @@ import pytest
 import engine
 from service.api import game_service_pb2 as pb
 from service.app import Caller, GameApp
-from service.bots import LEVELS, BotPlayer, BotsBusyError, BotTurns, play_turns
-from service.errors import ServiceError
+from service.app.bots import LEVELS, BotPlayer, BotsBusyError, BotTurns, play_turns
+from service.app.errors import ServiceError
 from service.settings import Settings
 from service.store.memory import MemoryStore
 from tests.test_service_resilience import serve

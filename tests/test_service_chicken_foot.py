@@ -44,10 +44,10 @@ from service import cli
 from service.api import game_service_pb2 as pb
 from service.api import game_service_pb2_grpc as pb_grpc
 from service.app import GameApp
-from service.grpc_server import create_grpc_server
 from service.settings import Settings
 from service.store.memory import MemoryStore
 from service.store.redis import RedisStore
+from service.transports.grpc.server import create_grpc_server
 from tests import test_service_e2e as e2e
 from tests.service_helpers import people, run
 from tests.test_http import SchemaCheck

@@ -49,11 +49,11 @@ import engine
 from engine.tiles import MAX_SET
 from service.api import game_service_pb2 as pb
 from service.app import GameApp, Seats
-from service.grpc_server import create_grpc_server
-from service.http_server import create_http_app
 from service.settings import Settings
 from service.store import GameRecord
 from service.store.redis import RedisStore
+from service.transports.grpc.server import create_grpc_server
+from service.transports.http.server import create_http_app
 from tests.presets import LINE_PRESETS, draws, players_for
 from tests.service_helpers import bearer, people, run
 

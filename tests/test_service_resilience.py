@@ -41,12 +41,12 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from service.api import game_service_pb2 as pb
 from service.api import game_service_pb2_grpc as pb_grpc
 from service.app import Caller, GameApp
-from service.errors import ServiceError
-from service.grpc_server import create_grpc_server
-from service.http_server import create_http_app
+from service.app.errors import ServiceError
 from service.settings import Settings
 from service.store import Store
 from service.store.redis import RedisStore
+from service.transports.grpc.server import create_grpc_server
+from service.transports.http.server import create_http_app
 from tests.redis_harness import RedisServer
 from tests.service_helpers import bearer, error_info, expect_error, people, run
 

@@ -287,9 +287,9 @@ def test_railyard_serve_takes_the_cap_from_its_flag_and_its_environment(
     async def capture(settings: Settings) -> None:
         seen.append(settings)
 
-    monkeypatch.setattr("service.server.serve", capture)
+    monkeypatch.setattr("service.ops.serve.serve", capture)
     # (This process's logging is pytest's: leave it alone.)
-    monkeypatch.setattr("service.telemetry.configure_logging", lambda *_: None)
+    monkeypatch.setattr("service.ops.telemetry.configure_logging", lambda *_: None)
     monkeypatch.setenv("RAILYARD_MAX_WATCHERS", "7")
     assert cli.main(["serve", "--max-watchers", "9"]) == 0
     assert cli.main(["serve"]) == 0

@@ -1,5 +1,5 @@
 """GET /metrics: Prometheus metrics of every call, over both transports, and
-of what happened to games (service/telemetry.py), read back with
+of what happened to games (service/ops/telemetry.py), read back with
 prometheus_client's own parser."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from service.api import game_service_pb2 as pb
 from service.api import game_service_pb2_grpc as pb_grpc
 from service.app import GameApp
-from service.grpc_server import create_grpc_server
-from service.http_server import create_http_app
 from service.settings import Settings
 from service.store.memory import MemoryStore
+from service.transports.grpc.server import create_grpc_server
+from service.transports.http.server import create_http_app
 from tests.service_helpers import bearer, expect_error, run
 
 RULES = {"setMax": 6, "handSize": 7, "rounds": 1}

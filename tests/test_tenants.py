@@ -14,11 +14,11 @@ import pytest
 from google.protobuf import json_format
 
 from service.api import game_service_pb2 as pb
+from service.app.tenants import ApiKeys, seat_token_of
 from service.settings import Settings
 from service.store import Reservation, Store
 from service.store.memory import MemoryStore
 from service.store.redis import RedisStore
-from service.tenants import ApiKeys, seat_token_of
 from tests.service_helpers import bearer, expect_error, people, run
 from tests.test_service_resilience import SHORT, instance, play_grpc, status_reason
 from tests.test_trust import _stored_bytes
@@ -81,13 +81,13 @@ def test_keys_are_configured_by_name_as_keys_or_their_hashes(tmp_path: Any) -> N
 
 
 def test_the_tenants_module_examples_hold() -> None:
-    """service.tenants' doctests (make unit collects no doctests under service/)."""
+    """service.app.tenants' doctests (make unit collects no doctests under service/)."""
     import doctest
 
-    import service.identity
-    import service.tenants
+    import service.app.identity
+    import service.app.tenants
 
-    for module in (service.tenants, service.identity):
+    for module in (service.app.tenants, service.app.identity):
         failed, tried = doctest.testmod(module)
         assert tried
         assert not failed

@@ -488,7 +488,7 @@ def no_serving(monkeypatch: pytest.MonkeyPatch) -> None:
     async def serve(*_: object, **__: object) -> None:
         raise AssertionError("the settings were accepted: railyard serve started")
 
-    monkeypatch.setattr("service.server.serve", serve)
+    monkeypatch.setattr("service.ops.serve.serve", serve)
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""OpenTelemetry (service/tracing.py, service/telemetry.py): one ApplyMove over
+"""OpenTelemetry (service/ops/tracing.py, service/ops/telemetry.py): one ApplyMove over
 each transport, on a real service over a real Redis, is a server span in the
 caller's trace (the ``traceparent`` it sent) with the game, seat and move, and
 child spans for its store calls with their outcomes; a refused move's span
@@ -24,14 +24,14 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from service import tracing
 from service.api import game_service_pb2 as pb
 from service.api import game_service_pb2_grpc as pb_grpc
 from service.app import GameApp
-from service.grpc_server import create_grpc_server
+from service.ops import tracing
 from service.settings import Settings
 from service.store.memory import MemoryStore
 from service.store.redis import RedisStore
+from service.transports.grpc.server import create_grpc_server
 from tests.service_helpers import bearer, expect_error
 from tests.test_service_e2e import http_server
 from tests.test_telemetry import samples, value

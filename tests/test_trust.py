@@ -12,7 +12,7 @@ from google.protobuf import json_format
 
 from service.api import game_service_pb2 as pb
 from service.app import Caller, GameApp
-from service.errors import ServiceError
+from service.app.errors import ServiceError
 from service.settings import Settings
 from service.store.memory import MemoryStore
 from service.store.redis import RedisStore

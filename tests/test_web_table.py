@@ -1,4 +1,4 @@
-"""The web table (service/web/) in a real headless Chromium, on a real service.
+"""The web table (service/transports/http/web/) in a real headless Chromium, on a real service.
 
 The service runs as a replica would (GameApp over RedisStore, HTTP served by
 uvicorn on a free loopback port, in a thread of its own); Chromium is
@@ -699,7 +699,7 @@ def test_web_table_seat_links_in_two_browsers(redis_url: str) -> None:
 
 # ------------------------------------------------------------------ the verifier, in node
 
-VERIFY_JS = ROOT / "service" / "web" / "verify.js"
+VERIFY_JS = ROOT / "service" / "transports" / "http" / "web" / "verify.js"
 
 #: Runs the table's verifier (the same module the page imports) in node on the
 #: games and vectors given on stdin; prints one JSON answer.
@@ -725,8 +725,8 @@ def _finished_games() -> list[dict[str, Any]]:
     view as the HTTP API answers them."""
     from service.api import game_service_pb2 as pb
     from service.app import Caller
-    from service.http_server import to_json
     from service.store.memory import MemoryStore
+    from service.transports.http.server import to_json
 
     async def main() -> list[dict[str, Any]]:
         app = GameApp(MemoryStore(), Settings(rate_limit=0, bot_processes=0, bots_only="request"))
@@ -833,8 +833,8 @@ def test_table_routes_leave_the_api_alone() -> None:
     answer as before, and an unknown file is the usual Status 404."""
     import httpx
 
-    from service.http_server import create_http_app
     from service.store.memory import MemoryStore
+    from service.transports.http.server import create_http_app
 
     app = GameApp(MemoryStore(), Settings(rate_limit=0, bot_processes=0))
 

@@ -22,8 +22,8 @@ import pytest
 
 from service.api import game_service_pb2 as pb
 from service.api import game_service_pb2_grpc as pb_grpc
+from service.ops.workers import cpu_count, worker_count
 from service.settings import Settings
-from service.workers import cpu_count, worker_count
 from tests.service_helpers import run
 from tests.test_service_resilience import (
     RAILYARD,
@@ -261,7 +261,7 @@ def test_a_worker_that_cannot_start_stops_the_start(redis_url: str) -> None:
     assert "restarted" not in done.stderr
 
 
-#: A replica's grace period (service.server.serve: gRPC's stop, uvicorn's
+#: A replica's grace period (service.ops.serve.serve: gRPC's stop, uvicorn's
 #: graceful shutdown and background play's hand-back are each bounded at
 #: it), and what the issue allows beyond it for every process to be gone.
 GRACE = 5.0

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from service.ratelimit import TokenBuckets
+from service.app.ratelimit import TokenBuckets
 from service.store import (
     Commit,
     GameExistsError,

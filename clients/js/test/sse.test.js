@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { SseParser } from "../src/sse.js";
 
-// Frames as service/http_server.py writes them (an id, one data line, a blank line).
+// Frames as service/transports/http/server.py writes them (an id, one data line, a blank line).
 const STREAM =
   'id: 0\ndata: {"snapshot":{"gameId":"g"}}\n\n' +
   ": keep-alive\n\n" +

@@ -2,7 +2,7 @@
 // error event inside the stream. Aborting runs against the real service; a
 // connection that stalls and an `event: error` cannot be provoked there on
 // demand, so a small local HTTP server writes those streams byte for byte
-// as service/http_server.py would.
+// as service/transports/http/server.py would.
 import assert from "node:assert/strict";
 import http from "node:http";
 import { describe, test } from "node:test";

@@ -26,8 +26,8 @@ from engine.view import (
     TurnView,
 )
 from google.protobuf.message import Message
-from service import convert
 from service.api import game_service_pb2 as service_pb
+from service.app import convert
 
 from railyard_client.api import game_service_pb2 as pb
 

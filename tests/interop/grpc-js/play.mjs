@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Plays Railyard over gRPC with @grpc/grpc-js: a client stack independent of
 // grpcio's C core (Node's own HTTP/2 from its `http2` module, HPACK from
-// nghttp2, protobufjs messages), against service/grpc_server.py.
+// nghttp2, protobufjs messages), against service/transports/grpc/server.py.
 //
 //   node play.mjs 127.0.0.1:PORT PROTO_DIR [--max-header-bytes N] [--max-message-bytes M]
 //

@@ -2,7 +2,7 @@
 
 ``GET /metrics`` on the HTTP port serves them in Prometheus' text format,
 through OpenTelemetry's Prometheus exporter: one metrics system, whose
-instruments other readers (OTLP, :func:`service.tracing.metric_readers_from_env`;
+instruments other readers (OTLP, :func:`service.ops.tracing.metric_readers_from_env`;
 an in-memory one in tests) read as well. Each :class:`~service.app.GameApp`
 has a MeterProvider and a Prometheus registry of its own, so several apps in
 one process (the tests) never share or clash. The transports record every
@@ -46,8 +46,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from service import GRPC_ENV_IGNORED
-from service.redaction import RedactSecrets
-from service.tracing import resource_from_env
+from service.ops.redaction import RedactSecrets
+from service.ops.tracing import resource_from_env
 
 #: The Content-Type of :meth:`Metrics.exposition`.
 CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
@@ -346,7 +346,7 @@ class JsonLogFormatter(logging.Formatter):
 def configure_logging(level: str, form: str, secrets: Iterable[str] = ()) -> None:
     """The process's log lines: ``text`` for people, ``json`` for machines,
     through one handler whose filter redacts seat tokens, API keys and
-    ``authorization`` headers (:class:`~service.redaction.RedactSecrets`;
+    ``authorization`` headers (:class:`~service.ops.redaction.RedactSecrets`;
     ``secrets``: exact strings to redact as well, the configured API keys).
     Every logger reaches that handler: one with handlers of its own would
     write past the filter, so its handlers are removed here, and uvicorn is

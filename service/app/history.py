@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from service import errors as err
 from service.api import game_service_pb2 as pb
+from service.app import errors as err
 from service.store import StoredEvent
 
 #: Finished games whose logs one process keeps at most (least recently used

@@ -1,9 +1,9 @@
-"""The web table: static files shipped in the package (``service/web/``),
+"""The web table: static files shipped in the package (``service/transports/http/web/``),
 served at ``/`` (index.html) and ``/web/<file>``.
 
 Read once at import, answered from memory by plain FastAPI routes. They sit
 after every API route, and the hot calls (ApplyMove, GetGame) never reach
-FastAPI's router at all (:meth:`service.http_server.RailyardAPI.serve`), so
+FastAPI's router at all (:meth:`service.transports.http.server.RailyardAPI.serve`), so
 the table costs the API nothing.
 """
 
@@ -31,7 +31,7 @@ _CSP: Final = (
 
 def _load() -> dict[str, tuple[bytes, str]]:
     files: dict[str, tuple[bytes, str]] = {}
-    folder = resources.files("service") / "web"
+    folder = resources.files("service.transports.http") / "web"
     for entry in folder.iterdir():
         suffix = entry.name[entry.name.rfind(".") :]
         if entry.is_file() and suffix in _TYPES:

@@ -29,7 +29,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from service.errors import ServiceError
+from service.app.errors import ServiceError
 from service.store import (
     Commit,
     GameExistsError,

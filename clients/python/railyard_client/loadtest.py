@@ -1,4 +1,4 @@
-"""``railyard loadtest``: real games played against a running deployment.
+"""``railyard-loadtest``: real games played against a running deployment.
 
 ``--concurrency`` players, each a client of its own (``railyard_client``'s
 :class:`~railyard_client.AsyncClient`, asyncio), create a game whose people's
@@ -23,6 +23,7 @@ latency p50/p95/p99 of each call kind, and errors by kind.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import functools
@@ -413,7 +414,7 @@ class Loadtest:
         )
         rounds = f"{plan.rounds} round(s)" if plan.rounds else "all rounds"
         lines = [
-            f"railyard loadtest: {f['transport']} to {len(plan.urls)} URL(s), "
+            f"railyard-loadtest: {f['transport']} to {len(plan.urls)} URL(s), "
             f"{plan.concurrency} concurrent, preset {plan.preset}, {rounds}, {seats}"
             + (" (interrupted)" if self.interrupted else ""),
             f"time       {f['seconds']:.1f} s (this tool's CPU: {self.cpu:.1f} s; near the "
@@ -451,7 +452,7 @@ def run(
     try:
         asyncio.run(loadtest.run())
     except LoadtestError as error:
-        _stderr(f"railyard loadtest: {error}")
+        _stderr(f"railyard-loadtest: {error}")
         return 1
     except KeyboardInterrupt:
         # asyncio.run re-raises Ctrl-C after run() has finished its summary data.
@@ -460,10 +461,96 @@ def run(
     if summary_json is not None:
         summary_json.write_text(json.dumps(loadtest.figures(), indent=2) + "\n")
     if loadtest.tally.calls_ok == 0:
-        _stderr(f"railyard loadtest: every call failed; the first: {loadtest.tally.first_error}")
+        _stderr(f"railyard-loadtest: every call failed; the first: {loadtest.tally.first_error}")
         return 1
     return 130 if loadtest.interrupted else 0
 
 
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
+
+
+def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its message
+    return parse
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``railyard-loadtest``: the command line."""
+    parser = argparse.ArgumentParser(
+        prog="railyard-loadtest",
+        description=(__doc__ or "").split("\n\n")[0].replace("``", ""),
+    )
+    parser.add_argument(
+        "--url",
+        required=True,
+        help="the deployment: host:port (gRPC) or http://host:port (HTTP); several, "
+        "comma-separated, spread the players over replicas",
+    )
+    parser.add_argument(
+        "--transport", choices=["grpc", "http"], default=None, help="default: told by --url"
+    )
+    parser.add_argument(
+        "--games", type=_positive(int), default=100, help="games to start at most (100)"
+    )
+    parser.add_argument(
+        "--concurrency", type=_positive(int), default=10, help="players at once (10)"
+    )
+    parser.add_argument(
+        "--duration", type=_positive(float), default=60.0, help="seconds at most (60)"
+    )
+    parser.add_argument("--preset", default="standard", help="the games' ruleset preset")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="rounds per game (1; 0: the preset's)"
+    )
+    parser.add_argument(
+        "--players", type=_positive(int), default=4, help="seats the tool plays (4)"
+    )
+    parser.add_argument("--bots", type=int, default=0, help="seats the service's bots play (0)")
+    parser.add_argument("--bot-level", choices=["random", "greedy", "expert"], default="greedy")
+    parser.add_argument(
+        "--api-key", default="", help="an operator API key, sent as x-api-key on every call"
+    )
+    parser.add_argument(
+        "--timeout", type=_positive(float), default=10.0, help="seconds per call (10)"
+    )
+    parser.add_argument(
+        "--progress-interval",
+        type=float,
+        default=1.0,
+        help="seconds between progress lines on stderr (1; 0: none)",
+    )
+    parser.add_argument(
+        "--summary-json", type=Path, default=None, help="also write the summary as JSON here"
+    )
+    args = parser.parse_args(argv)
+    try:
+        urls = parse_urls(args.url, args.transport)
+    except LoadtestError as error:
+        print(f"railyard-loadtest: {error}", file=sys.stderr)
+        return 2
+    plan = Plan(
+        urls=urls,
+        games=args.games,
+        concurrency=args.concurrency,
+        duration=args.duration,
+        preset=args.preset,
+        rounds=args.rounds,
+        people=args.players,
+        bots=args.bots,
+        bot_level=args.bot_level,
+        api_key=args.api_key,
+        timeout=args.timeout,
+        progress_interval=args.progress_interval,
+    )
+    return run(plan, summary_json=args.summary_json)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

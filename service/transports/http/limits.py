@@ -4,7 +4,7 @@ uvicorn with httptools bounds nothing before a request reaches the app: a
 connection may stay open sending nothing, or a byte a minute, for ever, and a
 head of any size is buffered (httptools joins a header's fragments in memory;
 only h11 has a size limit). :func:`limited_protocol` makes the protocol class
-:func:`service.server.serve` hands uvicorn. Per process, it adds:
+:func:`service.ops.serve.serve` hands uvicorn. Per process, it adds:
 
 * a cap on open connections: one more is answered 503 and closed as soon as
   it is accepted, so it holds no descriptor;
@@ -42,11 +42,11 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 from uvicorn.server import ServerState
 
-from service import errors
-from service.errors import ServiceError
-from service.http_server import status_body
+from service.app import errors
+from service.app.errors import ServiceError
+from service.ops.telemetry import LogTally
 from service.settings import Settings
-from service.telemetry import LogTally
+from service.transports.http.server import status_body
 
 log = logging.getLogger("railyard.http")
 

@@ -1,7 +1,7 @@
 """What no log line shows: seat tokens, API keys, ``authorization`` headers.
 
 :class:`RedactSecrets` is a filter on the process's log handler
-(:func:`service.telemetry.configure_logging`), so it sees every record of
+(:func:`service.ops.telemetry.configure_logging`), so it sees every record of
 every logger, the libraries' included (uvicorn, hpack, grpc, asyncio,
 OpenTelemetry, httpx): a handler's filters run for every record the handler
 is given, whichever logger made it, where a logger's filters would run only
@@ -18,7 +18,7 @@ What it recognises:
 * the value of a field named like a credential (``token``, ``seat_token``,
   ``api_key``, ``apiKey``...) when it is quoted: reprs, JSON, keyword arguments;
 * a word of the seat tokens' shape (32 base64url characters: ``_seat_token``
-  in service/app.py and ``seat_token_of`` in service/tenants.py), wherever it is;
+  in service/app/__init__.py and ``seat_token_of`` in service/app/tenants.py), wherever it is;
 * the API keys the operator configured in plain text, wherever they are.
 
 A header block as the HPACK library dumps it (its raw, possibly Huffman-coded

@@ -103,7 +103,7 @@ class ApiKeys:
 def plain_keys(text: str, file: str = "") -> tuple[str, ...]:
     """The keys of ``text`` and of the file named ``file`` that are configured
     as themselves (not as ``sha256:``): the log redacts them wherever they
-    appear (service.redaction), as it can only do knowing them.
+    appear (service.ops.redaction), as it can only do knowing them.
 
     >>> plain_keys("acme:" + "k" * 16 + ", beta:sha256:" + "0" * 64)
     ('kkkkkkkkkkkkkkkk',)

@@ -1,7 +1,7 @@
 """What the service refuses of one request field on its own, as data.
 
 Each row is keyed by the proto full name of a field, or of a oneof, and
-:mod:`service.openapi` writes it into the OpenAPI document, so that the
+:mod:`service.transports.http.openapi` writes it into the OpenAPI document, so that the
 schema admits what the validators admit. Every bound is the validator's own
 constant, imported from where it is checked: a bound changed there changes
 the document. A new option with a bound needs one row here. Responses share
@@ -35,10 +35,9 @@ from engine.games.mexican_train.rules import (
     MIN_ROUNDS,
 )
 from engine.tiles import MAX_SET, MIN_SET
-from service import convert
 from service.api import game_service_pb2 as pb
-from service.app import MAX_NAME, MAX_REQUEST_ID, MAX_SEED
-from service.openapi import Limits
+from service.app import MAX_NAME, MAX_REQUEST_ID, MAX_SEED, convert
+from service.transports.http.openapi import Limits
 
 _RULESET: Final = pb.Ruleset.DESCRIPTOR
 
@@ -61,8 +60,9 @@ FIELD_LIMITS: Final[dict[str, Limits]] = {
     "railyard.v1.CreateGameRequest.seed": Limits(max_length=MAX_SEED),
     "railyard.v1.CreateGameRequest.request_id": Limits(max_length=MAX_REQUEST_ID),
     "railyard.v1.Player.display_name": Limits(max_length=MAX_NAME),
-    # Ruleset: service.convert.ruleset_from_proto, engine.games.mexican_train.rules.Ruleset._check
-    # and engine.games.line.rules.LineRules.__post_init__.
+    # Ruleset: service.app.convert.ruleset_from_proto,
+    # engine.games.mexican_train.rules.Ruleset._check and
+    # engine.games.line.rules.LineRules.__post_init__.
     **{f"{_RULESET.full_name}.{option}": _set_values(option) for option in convert.RULESET_ENUMS},
     "railyard.v1.Ruleset.preset": Limits(values=tuple(PRESETS)),
     "railyard.v1.Ruleset.game": Limits(
@@ -84,7 +84,7 @@ FIELD_LIMITS: Final[dict[str, Limits]] = {
     "railyard.v1.Ruleset.boneyard_reserve": Limits(values=RESERVES),  # CL-DRAW-1
     "railyard.v1.Ruleset.target_score": Limits(minimum=MIN_TARGET_SCORE),  # CL-SC-2
     "railyard.v1.Ruleset.center_lines": Limits(values=CENTER_LINES),  # CL-CF-1
-    # ApplyMove: service.app.GameApp.apply_move and service.convert.move_from_proto.
+    # ApplyMove: service.app.GameApp.apply_move and service.app.convert.move_from_proto.
     "railyard.v1.ApplyMoveRequest.move": Limits(required=True),
     "railyard.v1.ApplyMoveRequest.request_id": Limits(max_length=MAX_REQUEST_ID),
     "railyard.v1.Move.action": Limits(required=True),

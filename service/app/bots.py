@@ -49,8 +49,8 @@ import orjson
 
 import engine
 from engine.bots import bot_key, choose
-from service import convert
 from service.api import game_service_pb2 as pb
+from service.app import convert
 
 log = logging.getLogger("railyard.bots")
 

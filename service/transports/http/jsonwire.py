@@ -24,7 +24,7 @@ from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from service import errors
+from service.app import errors
 
 _Convert = Callable[[Any], Any]
 _WKT: Final = "google.protobuf"  # the package of the well-known types

@@ -31,14 +31,15 @@ from grpc_health.v1 import health_pb2
 from grpc_health.v1.health import aio as health_aio  # type: ignore[attr-defined]
 from grpc_status import rpc_status
 
-from service import errors, reflection, tracing
 from service.api import game_service_pb2 as pb
-from service.app import Caller, GameApp
-from service.errors import DOMAIN, ServiceError
-from service.identity import TrustedProxies, api_key_of, grpc_peer_host, seat_token
+from service.app import Caller, GameApp, errors
+from service.app.errors import DOMAIN, ServiceError
+from service.app.identity import TrustedProxies, api_key_of, grpc_peer_host, seat_token
+from service.app.streams import until_closed
+from service.ops import tracing
+from service.ops.sockets import shares_ports
 from service.settings import Settings
-from service.sockets import shares_ports
-from service.streams import until_closed
+from service.transports.grpc import reflection
 
 log = logging.getLogger("railyard.grpc")
 T = TypeVar("T")
@@ -73,7 +74,7 @@ async def _abort(context: Context, error: ServiceError) -> NoReturn:
 
 
 def _caller(context: Context, proxies: TrustedProxies) -> Caller:
-    """The bearer token (:func:`~service.identity.seat_token`: a malformed
+    """The bearer token (:func:`~service.app.identity.seat_token`: a malformed
     header raises UNAUTHENTICATED) and the client's address: the peer's host
     (every connection has its own port), through trusted proxies only."""
     authorization: list[str] = []

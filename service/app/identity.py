@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from service import errors
+from service.app import errors
 
 _Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 _Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -54,7 +54,7 @@ def seat_token(values: Sequence[str]) -> str | None:
     (None, 'abc-_')
     >>> seat_token(["Basic abc"])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    service.errors.ServiceError: the authorization header must be 'Bearer <seat token>' ...
+    service.app.errors.ServiceError: the authorization header must be 'Bearer <seat token>' ...
     """
     if not values:
         return None

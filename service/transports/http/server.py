@@ -3,14 +3,14 @@
 Routes only translate. In: the JSON body (canonical proto3 mapping, parsed by
 ``json_format``), the path, ``afterVersion``/``Last-Event-ID`` and the bearer
 token become a request message and a :class:`~service.app.Caller`. Out: the
-app's message as canonical JSON, or its :class:`~service.errors.ServiceError`
+app's message as canonical JSON, or its :class:`~service.app.errors.ServiceError`
 as a ``google.rpc.Status`` body with the HTTP status of API.md's table.
 Loading, permissions, rate limits and storage are the app's, never a route's.
 
 FastAPI never validates anything here (no declared parameters or pydantic
 bodies), so it never answers 422: every refusal, routing ones included, is a
 Status body. The OpenAPI document is generated from the proto descriptors
-(:mod:`service.openapi`), not from pydantic models.
+(:mod:`service.transports.http.openapi`), not from pydantic models.
 """
 
 from __future__ import annotations
@@ -42,14 +42,15 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as ASGIMessage
 
-from service import docs, errors, jsonwire, openapi, telemetry, tracing, web
 from service.api import game_service_pb2 as pb
-from service.app import Caller, GameApp
-from service.errors import ServiceError
-from service.field_limits import FIELD_LIMITS
-from service.identity import TrustedProxies, api_key_of, seat_token
+from service.app import Caller, GameApp, errors
+from service.app.errors import ServiceError
+from service.app.identity import TrustedProxies, api_key_of, seat_token
+from service.app.streams import until_closed
+from service.ops import telemetry, tracing
 from service.settings import cors_origin_list
-from service.streams import until_closed
+from service.transports.http import docs, jsonwire, openapi, web
+from service.transports.http.field_limits import FIELD_LIMITS
 
 log = logging.getLogger("railyard.http")
 
@@ -455,7 +456,7 @@ def _json_ok(description: str, schema: dict[str, Any]) -> dict[str, Any]:
 # ------------------------------------------------------------------ games
 
 #: Why a CreateGame body that its schema admits is refused: each reason is
-#: more than one field (service.field_limits holds the single-field ones).
+#: more than one field (service.transports.http.field_limits holds the single-field ones).
 _CREATE_GAME_REFUSALS: Final = (
     "DEAL_DOES_NOT_FIT when the hand size table has no entry for this many players and "
     "this set (MT-DEAL-1) or the hands take more tiles than the set deals (MT-DEAL-2); "
@@ -793,7 +794,7 @@ async def healthz() -> Response:
     operation_id="Metrics",
     summary="Prometheus metrics of this process",
     description="Calls by method and outcome, latencies, games, moves, open watches and bot "
-    "decision times, in Prometheus' text format (service/telemetry.py). Keep it off the "
+    "decision times, in Prometheus' text format (service/ops/telemetry.py). Keep it off the "
     "public internet: scrape it from inside the deployment.",
     openapi_extra=operation(
         ok={
@@ -901,7 +902,7 @@ def _name_server_span(scope: Scope) -> None:
 class RailyardAPI(FastAPI):
     """FastAPI whose OpenAPI components come from the proto descriptors, and
     whose every request, whatever its route, passes through one stack:
-    tracing (:mod:`service.tracing`, when on), CORS (settings.cors_origins,
+    tracing (:mod:`service.ops.tracing`, when on), CORS (settings.cors_origins,
     when any), then :meth:`serve`'s timing and counting, then FastAPI."""
 
     #: The outermost layer of the stack (:func:`create_http_app` builds it).
@@ -983,13 +984,13 @@ def create_http_app(app: GameApp) -> FastAPI:
             {"name": "health", "description": "Liveness and readiness."},
         ],
         redoc_url=None,
-        # service.docs serves /docs from local files, not FastAPI's CDN page.
+        # service.transports.http.docs serves /docs from local files, not FastAPI's CDN page.
         docs_url=None,
         # Starlette answers "/v1/games/x/log/" with an empty 307 to the path
         # without the slash (and "/v1/games/" with one to POST-only
         # "/v1/games"): a path that is not a route is a 404 Status body.
         redirect_slashes=False,
-        # The server spans are service.tracing's (below), the calls are
+        # The server spans are service.ops.tracing's (below), the calls are
         # counted by serve() and unexpected errors logged by _on_unexpected:
         # FastAPI's own telemetry would do each a second time.
         telemetry={"tracing": False, "metrics": False, "logs": False},

@@ -17,16 +17,16 @@ from typing import Any, Final
 import uvicorn
 
 import engine.native
-from service import tracing
 from service.app import GameApp
-from service.background import BackgroundPlayer
-from service.grpc_server import create_grpc_server
+from service.app.background import BackgroundPlayer
+from service.ops import tracing
+from service.ops.sockets import bound_socket, shares_ports
+from service.ops.telemetry import LogTally
 from service.settings import Settings
-from service.sockets import bound_socket, shares_ports
 from service.store import Store
 from service.store.memory import MemoryStore
 from service.store.resp import redact_url
-from service.telemetry import LogTally
+from service.transports.grpc.server import create_grpc_server
 
 log = logging.getLogger("railyard")
 
@@ -174,8 +174,8 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
             "address of this host): choose another with --grpc-port / RAILYARD_GRPC_PORT "
             "(or --host / RAILYARD_HOST)"
         ) from None
-    from service.http_limits import limited_protocol
-    from service.http_server import close_streams, create_http_app
+    from service.transports.http.limits import limited_protocol
+    from service.transports.http.server import close_streams, create_http_app
 
     http_api = create_http_app(app)
     config = uvicorn.Config(
@@ -190,7 +190,7 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
         # the process's one handler and its redaction (configure_logging).
         log_config=None,
         access_log=False,
-        # Who the client is behind a proxy is service.identity's to say, from
+        # Who the client is behind a proxy is service.app.identity's to say, from
         # --trusted-proxies only: uvicorn would believe X-Forwarded-For from
         # any peer on 127.0.0.1 (its forwarded_allow_ips default).
         proxy_headers=False,

@@ -192,7 +192,7 @@ LOG_READS_RETRY_AFTER: Final = 1
 def too_many_log_reads(limit: int, retry_after: int = LOG_READS_RETRY_AFTER) -> ServiceError:
     """A GetGameLog, or a WatchGame whose replay reads the store, refused
     before it reads: this process already runs ``limit`` whole-history reads
-    (``Settings.max_log_reads``, service.history)."""
+    (``Settings.max_log_reads``, service.app.history)."""
     return ServiceError(
         grpc.StatusCode.RESOURCE_EXHAUSTED,
         "TOO_MANY_LOG_READS",
@@ -211,7 +211,7 @@ def store_unavailable(
 
 def bots_busy() -> ServiceError:
     """Every bot worker of this replica is busy and enough CreateGames already
-    wait for one (service.bots): try again shortly, or on another replica."""
+    wait for one (service.app.bots): try again shortly, or on another replica."""
     return ServiceError(
         grpc.StatusCode.RESOURCE_EXHAUSTED,
         "BOTS_BUSY",
@@ -243,7 +243,7 @@ def shutting_down() -> ServiceError:
     )
 
 
-# The refusals of the HTTP connection layer (service/http_limits.py): answered
+# The refusals of the HTTP connection layer (service/transports/http/limits.py): answered
 # before any route runs, with HTTP statuses of their own (431, 408, 503).
 
 

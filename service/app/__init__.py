@@ -3,7 +3,7 @@
 Each call loads the game from the store, asks the engine, and saves with one
 atomic compare-and-set on the version; nothing about a game is kept in this
 process between requests. gRPC handlers and HTTP routes only translate their
-wire into these calls and :class:`~service.errors.ServiceError` back out.
+wire into these calls and :class:`~service.app.errors.ServiceError` back out.
 """
 
 from __future__ import annotations
@@ -26,14 +26,17 @@ from opentelemetry.sdk.metrics.export import MetricReader
 from opentelemetry.trace import TracerProvider
 
 import engine
-from service import convert, tracing
-from service import errors as err
 from service.api import game_service_pb2 as pb
-from service.bots import ALL_BOTS_BUDGET, BotPlayer, BotsBusyError, BotWorkExceededError
-from service.errors import ServiceError
-from service.history import FinishedLogs, ReadSlots
-from service.identity import TrustedProxies, rate_key
-from service.ratelimit import TokenBuckets
+from service.app import convert
+from service.app import errors as err
+from service.app.bots import ALL_BOTS_BUDGET, BotPlayer, BotsBusyError, BotWorkExceededError
+from service.app.errors import ServiceError
+from service.app.history import FinishedLogs, ReadSlots
+from service.app.identity import TrustedProxies, rate_key
+from service.app.ratelimit import TokenBuckets
+from service.app.tenants import seat_token_of
+from service.ops import tracing
+from service.ops.telemetry import Metrics
 from service.settings import Settings
 from service.store import (
     Commit,
@@ -46,8 +49,6 @@ from service.store import (
     StoreUnavailableError,
     now_ms,
 )
-from service.telemetry import Metrics
-from service.tenants import seat_token_of
 
 log = logging.getLogger("railyard")
 
@@ -73,8 +74,8 @@ TIMED_OUT_LEVEL: Final = "greedy"
 @dataclass(frozen=True, slots=True)
 class Caller:
     """Who is calling: the bearer token (if any), the client's address
-    (through trusted proxies only: service.identity), for rate limits, and
-    the operator's API key it sent (``x-api-key``; service.tenants). Its
+    (through trusted proxies only: service.app.identity), for rate limits, and
+    the operator's API key it sent (``x-api-key``; service.app.tenants). Its
     repr leaves the credentials out: a caller is safe to log."""
 
     token: str | None = field(default=None, repr=False)
@@ -91,7 +92,7 @@ class Seats:
     token_hashes: tuple[str, ...]
     #: The seed came from CreateGame's caller (GameView.seedFromCaller).
     seed_from_caller: bool = False
-    #: The tenant whose API key created the game (service.tenants), so that
+    #: The tenant whose API key created the game (service.app.tenants), so that
     #: whatever path finishes it releases its place under the tenant's cap.
     tenant: str | None = None
 
@@ -200,23 +201,23 @@ class GameApp:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """``clock``: what the kept logs of finished games age by (seconds)."""
-        #: What traces this app's calls (service.tracing): ``tracer_provider``,
+        #: What traces this app's calls (service.ops.tracing): ``tracer_provider``,
         #: else the process's, else None (tracing off).
         self.tracer_provider = tracing.active_provider(tracer_provider)
         self.store = tracing.traced_store(store, self.tracer_provider)
         self.settings = settings or Settings()
         self._limiter = TokenBuckets()
-        #: Whose forwarding headers name the client (service.identity).
+        #: Whose forwarding headers name the client (service.app.identity).
         self.proxies = TrustedProxies.parse(self.settings.trusted_proxies)
         self.bots = BotPlayer(self.settings.bot_processes, self.settings.bot_cpu_limit)
         self.metrics = Metrics(metric_readers, traced=self.tracer_provider is not None)
         #: WatchGame streams open now, both transports (Settings.max_watchers).
         self.watching = 0
         #: Finished games' logs, and the cap on whole-history reads of the
-        #: store (Settings.max_log_reads): service.history.
+        #: store (Settings.max_log_reads): service.app.history.
         self.finished_logs = FinishedLogs(clock=clock)
         self.history_reads = ReadSlots(self.settings.max_log_reads)
-        #: The operator's API keys: with any, CreateGame needs one (service.tenants).
+        #: The operator's API keys: with any, CreateGame needs one (service.app.tenants).
         self.api_keys = self.settings.api_key_set()
 
     def close(self) -> None:
@@ -322,7 +323,7 @@ class GameApp:
     ) -> tuple[pb.CreateGameResponse, bool]:
         """A repeated CreateGame's answer, and whether its game is in
         progress. With a tenant, the seat tokens are derived again from the
-        caller's key (service.tenants.seat_token_of) and handed back only if
+        caller's key (service.app.tenants.seat_token_of) and handed back only if
         they are the game's: a key that created the game recovers them, any
         other (a rotated key of the same tenant) gets none."""
         response = _replayed(remembered)
@@ -425,7 +426,7 @@ class GameApp:
         background: bool = False,
     ) -> tuple[engine.GameState, int]:
         """API.md Bots: play bot seats until a person is to move or the game
-        ends, off the event loop but for a short slice (service.bots); the
+        ends, off the event loop but for a short slice (service.app.bots); the
         game after them and how many moves they made.
         With ``bots_only = "request"``, a game of bots only is played to its
         end here, by CreateGame: its experts search at ALL_BOTS_BUDGET so that
@@ -637,7 +638,7 @@ class GameApp:
         # seat's token would show its creator that bot's hand. A bot seat's
         # stored hash is "", which Seats.seat_of never matches: it compares
         # SHA-256 hex digests, and a digest is never "".
-        # Under an API key, derived from it (service.tenants): the same key's
+        # Under an API key, derived from it (service.app.tenants): the same key's
         # replay gets them back, no other caller can compute them.
         api_key = caller.api_key if place.tenant is not None else None
         tokens = {
@@ -828,7 +829,7 @@ class GameApp:
 
     async def advance(self, game_id: str) -> int | None:
         """Play what is the service's to play in ``game_id`` now (background
-        play, service.background): the next ``background_moves`` bot moves of
+        play, service.app.background): the next ``background_moves`` bot moves of
         a game of bots only, or the turn of a person whose time ran out, with
         the bots after it. Returns when there is more to do (ms since the
         epoch; now or earlier: at once), or ``None``: never (the game is over,
@@ -930,7 +931,7 @@ class GameApp:
         else when ``max_watchers`` streams are open already: before the
         snapshot, so HTTP answers a plain 429, not a stream that fails. So is
         a replay (``after_version`` below the game's version) that finds
-        every history read slot taken (TOO_MANY_LOG_READS, service.history)."""
+        every history read slot taken (TOO_MANY_LOG_READS, service.app.history)."""
         if self.watching >= self.settings.max_watchers:
             raise err.too_many_watchers(self.settings.max_watchers)
         # Counted from here (no await since the check), released however it ends.
@@ -996,7 +997,7 @@ class GameApp:
 
     async def get_game_log(self, game_id: str, caller: Caller) -> pb.GetGameLogResponse:
         """The game's public log. The answer of a finished game is kept and
-        shared by every caller (service.history): it must not be changed."""
+        shared by every caller (service.app.history): it must not be changed."""
         await self._admit_address(caller)  # the public log: no seat is involved
         tracing.note({tracing.GAME_ID: game_id})
         kept = self.finished_logs.get(game_id)

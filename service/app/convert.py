@@ -18,7 +18,7 @@ from engine import Move, MoveKind, Tile, TrainKind, TrainRef
 from engine.tiles import MAX_SET
 from engine.view import GameView, TrainView
 from service.api import game_service_pb2 as pb
-from service.errors import invalid
+from service.app.errors import invalid
 
 #: The Ruleset message's fields by option name: a field is named as the
 #: option it holds (RULES.md's snake_case names), so each game's rules type
@@ -41,7 +41,7 @@ def _enum_option(name: str, enum: EnumDescriptor, number: int) -> str:
     return value.name[len(_enum_prefix(enum)) + 1 :].lower()
 
 
-#: What ruleset_from_proto admits, for the OpenAPI schema (service.field_limits):
+#: What ruleset_from_proto admits, for the OpenAPI schema (service.transports.http.field_limits):
 #: the games played (Game numbers, by the registry), and the enum options
 #: (any of their values but the zero one).
 GAMES_PLAYED: Final = {pb.Game.Value(f"GAME_{name.upper()}"): name for name in engine.GAMES}

@@ -1,8 +1,8 @@
 """The TCP sockets both transports listen on, made one way.
 
 Bound here rather than by uvicorn or the gRPC server so that a taken port is
-one line naming its setting (service.server), and so that ``serve --workers
-N``'s workers can share both ports (SO_REUSEPORT, service.workers).
+one line naming its setting (service.ops.serve), and so that ``serve --workers
+N``'s workers can share both ports (SO_REUSEPORT, service.ops.workers).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from service.settings import Settings
 
 def shares_ports(settings: Settings) -> bool:
     """Whether this process is one of several workers on the same ports
-    (service.workers): then both are bound with SO_REUSEPORT."""
+    (service.ops.workers): then both are bound with SO_REUSEPORT."""
     return (settings.workers or 1) > 1
 
 

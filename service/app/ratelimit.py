@@ -7,7 +7,7 @@ Redis (``rate_limit_scope = "store"``), so that every replica draws from one
 bucket per caller.
 
 Which bucket a call draws from is the application's choice (GameApp): a
-verified seat, else the caller's address (service.identity), never a token
+verified seat, else the caller's address (service.app.identity), never a token
 that was not checked.
 """
 

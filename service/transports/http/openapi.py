@@ -21,7 +21,7 @@ proto3 has no required fields and no bounds: what the service refuses of
 one field on its own comes from a table of :class:`Limits` keyed by the
 field's full name (``railyard.v1.Ruleset.set_max``), or a oneof's
 (``railyard.v1.Move.action``), which :func:`message_schema` applies; the
-service's table is :data:`service.field_limits.FIELD_LIMITS`. A oneof allows
+service's table is :data:`service.transports.http.field_limits.FIELD_LIMITS`. A oneof allows
 at most one of its members (a member given as ``null`` is absent), exactly
 one where its limits say ``required``; this is also documented in the
 description and under ``x-oneof``.

@@ -30,7 +30,7 @@ import socket
 from typing import Final
 
 from service.app import GameApp
-from service.errors import ServiceError
+from service.app.errors import ServiceError
 from service.store import StoreUnavailableError, now_ms
 
 log = logging.getLogger("railyard.background")

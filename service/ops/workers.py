@@ -1,6 +1,6 @@
 """``railyard serve --workers N``: N processes serving the same two ports.
 
-Each worker is a whole replica (``service.server.serve``: its own GameApp,
+Each worker is a whole replica (``service.ops.serve.serve``: its own GameApp,
 background player, bot pool and metrics) over the shared store, so nothing
 but the store is shared and any worker answers for any game. The ports are
 shared with SO_REUSEPORT: every worker binds and listens on both itself, and
@@ -33,8 +33,8 @@ from multiprocessing.process import BaseProcess
 from types import FrameType
 from typing import Final
 
+from service.ops.sockets import bound_socket, family
 from service.settings import Settings
-from service.sockets import bound_socket, family
 
 log = logging.getLogger("railyard")
 
@@ -85,7 +85,7 @@ def _hold(host: str, port: int, what: str, flag: str) -> socket.socket:
     """A socket bound (not listening) to ``host:port`` with SO_REUSEPORT, after
     a bind without it found the port free (with it, the bind would succeed
     beside another process's SO_REUSEPORT socket and share its connections)."""
-    from service.server import StartupError
+    from service.ops.serve import StartupError
 
     def refused(exc: OSError) -> StartupError:
         env = f"RAILYARD_{what.upper()}_PORT"
@@ -111,8 +111,8 @@ def _worker(settings: Settings, supervisor: int, ready: Connection) -> None:
     """One worker process: ``serve(settings)`` until SIGTERM."""
     import asyncio
 
-    from service.server import StartupError, serve
-    from service.telemetry import configure_logging
+    from service.ops.serve import StartupError, serve
+    from service.ops.telemetry import configure_logging
 
     # Stop (gracefully) when the supervisor dies, even by SIGKILL: no
     # worker outlives it on the ports.
@@ -312,7 +312,7 @@ def _how(exitcode: int | None) -> str:
 def supervise(settings: Settings, count: int) -> int:
     """Run ``count`` workers of ``settings`` on shared ports; the exit status.
     StartupError for a port that is taken or caps that do not fit."""
-    from service.server import raise_descriptor_limit
+    from service.ops.serve import raise_descriptor_limit
 
     # Raised here, the limit is every worker's (children inherit it), and caps
     # that cannot fit are one line before any worker starts.

@@ -1,0 +1,1 @@
+"""Running the service: serve, workers, sockets, telemetry, tracing, log redaction."""

@@ -1,0 +1,1 @@
+"""gRPC: grpcio's asyncio server, its servicers, health and reflection."""
