@@ -109,7 +109,7 @@ def parse_urls(text: str, transport: str | None) -> tuple[str, ...]:
     >>> parse_urls("http://a:8080", "grpc")
     Traceback (most recent call last):
     ...
-    service.loadtest.LoadtestError: --url http://a:8080 is an HTTP URL, but --transport is grpc: give host:port
+    railyard_client.loadtest.LoadtestError: --url http://a:8080 is an HTTP URL, but --transport is grpc: give host:port
     """  # noqa: E501
     urls = [u.strip() for u in text.split(",") if u.strip()]
     if not urls:
