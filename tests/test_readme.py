@@ -8,7 +8,8 @@ import re
 import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
 
 
 def test_readme_python_example_runs() -> None:
@@ -64,3 +65,21 @@ def test_readme_quick_start_runs_as_typed(tmp_path: Path, redis_url: str) -> Non
     assert '"hand": [' in out  # with the seat's own hand
     assert '"viewerSeat": 0' in out  # seat 0's view, not a spectator's
     assert "data: " in out  # the SSE stream
+
+
+def test_the_layout_shows_every_folder_of_the_service_once() -> None:
+    """README's Layout draws service/ as a tree, one line a folder: every
+    package folder under service/ is there once, and nothing that is not."""
+    text = README.read_text()
+    tree = text[text.index("The service's folders:") :]
+    tree = tree[tree.index("```") + 3 :]
+    tree = tree[: tree.index("```")]
+    drawn = [line.split()[0] for line in tree.strip().splitlines()]
+    service = ROOT / "service"
+    folders = sorted(
+        f"{p.parent.relative_to(ROOT).as_posix()}/"
+        for p in service.rglob("__init__.py")
+        if "__pycache__" not in p.parts
+    )
+    assert sorted(drawn) == folders
+    assert len(drawn) == len(set(drawn))
