@@ -955,7 +955,7 @@ def run_grpc(
 _AREAS: Final = (
     ("engine/", "engine (rules, views, state)"),
     ("service/app/convert.py", "service/app/convert.py (engine <-> proto)"),
-    ("service/app/__init__.py", "service/app/__init__.py"),
+    ("service/app/", "service/app (the application layer)"),
     ("service/transports/http/server.py", "service/transports/http/server.py"),
     ("service/transports/grpc/server.py", "service/transports/grpc/server.py"),
     ("service/store/", "service/store (RedisStore)"),

@@ -27,7 +27,7 @@ from service.ops.telemetry import log_handler, through_root
 from tests.service_helpers import error_info
 from tests.test_service_resilience import serve
 
-TOKEN = "ChpZgivROzpupRwlAA2JE4OfhAiZktO6"  # the shape of app._seat_token's
+TOKEN = "ChpZgivROzpupRwlAA2JE4OfhAiZktO6"  # the shape of service.app.games.new_seat_token's
 KEY = "acme-key-0123456789abcdef"
 #: The engine of a double-12 round, set aside: in no hand, so never a legal play (MT-ENG-1).
 TILE = pb.Tile(a=12, b=12)

@@ -424,9 +424,9 @@ def test_a_game_dealt_from_the_callers_seed_says_so_and_an_operator_may_refuse_o
 def test_seat_tokens_never_start_with_a_dash() -> None:
     """A token starting with "-" reads as an option on a command line
     (``railyard-bot --token -x...``); 1 in 64 of base64url strings do."""
-    from service.app import _seat_token
+    from service.app.games import new_seat_token
 
-    tokens = [_seat_token() for _ in range(2000)]
+    tokens = [new_seat_token() for _ in range(2000)]
     assert not [t for t in tokens if t.startswith("-")]
     assert len(set(tokens)) == len(tokens)
     assert all(len(t) == 32 for t in tokens)  # 24 random bytes, base64url

@@ -29,8 +29,8 @@ import secrets
 import socket
 from typing import Final
 
-from service.app import GameApp
 from service.app.errors import ServiceError
+from service.app.facade import GameApp
 from service.store import StoreUnavailableError, now_ms
 
 log = logging.getLogger("railyard.background")

@@ -17,8 +17,8 @@ What it recognises:
   JSON, protobuf text, grpc's ``_Metadatum(key=..., value=...)``;
 * the value of a field named like a credential (``token``, ``seat_token``,
   ``api_key``, ``apiKey``...) when it is quoted: reprs, JSON, keyword arguments;
-* a word of the seat tokens' shape (32 base64url characters: ``_seat_token``
-  in service/app/__init__.py and ``seat_token_of`` in service/app/tenants.py), wherever it is;
+* a word of the seat tokens' shape (32 base64url characters: ``new_seat_token``
+  in service/app/games.py and ``seat_token_of`` in service/app/tenants.py), wherever it is;
 * the API keys the operator configured in plain text, wherever they are.
 
 A header block as the HPACK library dumps it (its raw, possibly Huffman-coded
