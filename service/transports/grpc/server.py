@@ -49,12 +49,6 @@ HEALTH_SERVICE_NAME = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
-#: Streams one connection may open at once (SETTINGS_MAX_CONCURRENT_STREAMS)
-#: beyond the watches a client may hold: a browser-less client multiplexes a
-#: table's watches and its calls on one connection.
-UNARY_STREAMS: Final = 64
-
-
 def to_status(error: ServiceError) -> grpc.Status:
     """A ServiceError as a grpc Status with a google.rpc.Status + ErrorInfo detail."""
     info = error_details_pb2.ErrorInfo(reason=error.reason, domain=DOMAIN, metadata=error.metadata)
