@@ -78,6 +78,38 @@ class AcceptFailureLog:
         self.tally.add(loop, str(context.get("exception")))
 
 
+#: grpc.aio's logger, and the error it logs (with a traceback, as
+#: "ExecuteBatchError raised in core by servicer method [...]") for an answer
+#: it could not send because the client had gone: a client, or an attacker,
+#: that leaves in the middle of its answers makes one each.
+GRPC_AIO_LOGGER: Final = "grpc._cython.cygrpc"
+CLIENT_GONE: Final = "ExecuteBatchError"
+
+
+class ClientGoneLog(logging.Filter):
+    """A filter on grpc.aio's logger: its ERROR with a traceback for each
+    answer a departed client did not take is tallied instead (the first
+    logged at once, then one line per ``interval`` with the count, at INFO:
+    the client's doing, not the server's); every other record passes."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, interval: float = 60.0) -> None:
+        super().__init__()
+        self.loop = loop
+        self.tally = LogTally(
+            logging.getLogger("railyard.grpc"),
+            "gRPC answer not sent: its client had gone",
+            interval,
+            logging.INFO,
+        )
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if CLIENT_GONE not in message or "servicer method" not in message:
+            return True
+        self.tally.add(self.loop, message.rpartition("servicer method")[2].strip())
+        return False
+
+
 def descriptors_needed(settings: Settings) -> int:
     """Descriptors a process with ``settings`` may need at once."""
     return settings.max_connections + settings.grpc_max_connections + OWN_DESCRIPTORS
@@ -246,6 +278,8 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     gc.set_threshold(10_000, 10, 10)
     # Due work (games of bots only, turn timers) is the store's: every
     # replica claims from it, so this one's loop is one of many.
+    client_gone = ClientGoneLog(loop)
+    logging.getLogger(GRPC_AIO_LOGGER).addFilter(client_gone)
     background = BackgroundPlayer(app)
     background.start()
     if ready is not None:
@@ -261,4 +295,5 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     app.close()
     await store.close()
     tracing.shutdown()  # the last spans leave
+    logging.getLogger(GRPC_AIO_LOGGER).removeFilter(client_gone)
     log.info("stopped")
