@@ -49,6 +49,7 @@ HEALTH_SERVICE_NAME = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
+
 def to_status(error: ServiceError) -> grpc.Status:
     """A ServiceError as a grpc Status with a google.rpc.Status + ErrorInfo detail."""
     info = error_details_pb2.ErrorInfo(reason=error.reason, domain=DOMAIN, metadata=error.metadata)
