@@ -54,6 +54,7 @@ one at a time across xdist workers (a file lock), not two on two cores.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import fcntl
 import json
@@ -393,7 +394,7 @@ class Link:
             self.sock.close()
 
 
-class Attack:
+class Attack(abc.ABC):
     """One flood: how many connections, and what each sends per step."""
 
     connections = 1
@@ -410,13 +411,13 @@ class Attack:
         """What the tally calls connection ``slot``."""
         return f"connection {slot}"
 
-    def prime(self, link: Link) -> None:
+    def prime(self, link: Link) -> None:  # noqa: B027 (a hook most attacks leave empty)
         """Once, on each new connection after the handshake."""
 
+    @abc.abstractmethod
     def step(self, link: Link, now: float) -> bool:
         """Queue some frames on ``link``; False when it has nothing to send
         now (paced, or waiting on the server)."""
-        raise NotImplementedError
 
 
 class ServerResets(Attack):
