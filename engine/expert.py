@@ -27,7 +27,7 @@ decision depends only on the view, the legal moves and the key (a game
 replays exactly on any machine), and its time follows the budget whether
 the round is young (long playouts, few worlds) or nearly over (many short
 ones). :data:`DEFAULT_BUDGET` gives a decision's p99 about 60 ms on the
-2-core development machine (README "Bots").
+2-core development machine (docs/bots.md).
 """
 
 from __future__ import annotations

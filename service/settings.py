@@ -100,7 +100,7 @@ class Settings(BaseSettings):
     cors_origins: str = ""
 
     # Limits: what one replica holds for its clients, so that slow, silent or
-    # oversized clients cannot use up its descriptors or memory (README "Limits").
+    # oversized clients cannot use up its descriptors or memory (docs/operations.md "Limits").
     #: HTTP connections open at once; one more is answered 503 and closed.
     max_connections: int = Field(1000, ge=1)
     #: gRPC connections open at once (grpc.max_allowed_incoming_connections):
@@ -149,7 +149,7 @@ class Settings(BaseSettings):
     #: certificate signed by one of them, on both ports).
     tls_client_ca: str = ""
 
-    # Tenants (service.app.tenants, README "Tenants and API keys"): with any key
+    # Tenants (service.app.tenants, docs/operations.md "Tenants and API keys"): with any key
     # configured, CreateGame needs one; none keeps the open embedded default.
     #: API keys, ``name:key`` or ``name:sha256:<hex>``, comma- or line-separated.
     api_keys: str = ""

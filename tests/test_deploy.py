@@ -3,7 +3,7 @@ schemas that ``kubernetes-validate`` bundles (strict: an unknown field is an
 error), the kustomization's own references checked, and ``compose.yaml``
 against the Compose specification's JSON schema (the copy ``check-jsonschema``
 vendors from the compose-spec repository, Apache-2.0). All offline; docker
-and a cluster are not needed (nor run: a live trial is README's "Load
+and a cluster are not needed (nor run: a live trial is docs/operations.md's "Load
 testing")."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ beats random in every game and team preset, with the arena's 95%
 intervals apart; the expert decides the same move for the same view and
 key, and its search keeps Mexican Train's switch margin.
 
-The expert against greedy is too slow for a unit test (README "Strength
+The expert against greedy is too slow for a unit test (docs/bots.md "Strength
 and speed": minutes per game at the default budget); its figures are
 measured with ``railyard arena``.
 """
@@ -29,7 +29,7 @@ SEATINGS |= {
 
 @pytest.mark.parametrize("name", sorted(SEATINGS))
 def test_cl_bot_1_greedy_beats_random_with_the_intervals_apart(name: str) -> None:
-    # Measured (400 games, README): greedy wins 61% to 68% of the 2-player
+    # Measured (400 games, docs/bots.md): greedy wins 61% to 68% of the 2-player
     # hands; 60 games are 250 (Bergen) to 1,000 (Block) hands, so the
     # intervals are about 0.06 to 0.12 wide and far apart.
     config = ArenaConfig(SEATINGS[name], PRESETS[name], 60, seed=f"test-{name}")

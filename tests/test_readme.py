@@ -1,4 +1,5 @@
-"""The README's library example runs as written."""
+"""The README's quick start and layout, and the docs' Python examples,
+are as they say."""
 
 from __future__ import annotations
 
@@ -8,16 +9,21 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+#: The docs pages whose Python examples are run as written.
+EXAMPLE_PAGES = (ROOT / "docs" / "engine.md", ROOT / "docs" / "bots.md")
 
 
-def test_readme_python_example_runs() -> None:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
-    assert blocks, "the README has no python example"
+@pytest.mark.parametrize("page", EXAMPLE_PAGES, ids=lambda p: p.name)
+def test_docs_python_examples_run(page: Path) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
+    assert blocks, f"{page.name} has no python example"
     for block in blocks:
         with contextlib.redirect_stdout(io.StringIO()) as out:
-            exec(compile(block, str(README), "exec"), {})
+            exec(compile(block, str(page), "exec"), {})
         assert "TilePlayed" in out.getvalue()
 
 
@@ -30,7 +36,7 @@ def test_readme_quick_start_runs_as_typed(tmp_path: Path, redis_url: str) -> Non
 
     from tests.test_service_resilience import serve
 
-    section = README.read_text().split("### The API in one minute", 1)[1]
+    section = README.read_text().split("## The API in one minute", 1)[1]
     (script,) = re.findall(r"```sh\n(.*?)```", section, re.S)[:1]
     # The port is the script's one setting, defaulting to make run's.
     assert "PORT=${PORT:-8080}" in script
@@ -83,3 +89,17 @@ def test_the_layout_shows_every_folder_of_the_service_once() -> None:
     )
     assert sorted(drawn) == folders
     assert len(drawn) == len(set(drawn))
+
+
+def test_relative_links_of_the_readme_and_docs_resolve() -> None:
+    """The README is short and sends the rest to docs/: every relative link
+    there and between the docs pages names a file or folder that exists."""
+    pages = [README, *sorted((ROOT / "docs").rglob("*.md"))]
+    broken = []
+    for page in pages:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if "://" in target or target.startswith("mailto:"):
+                continue
+            if not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+    assert not broken, broken

@@ -24,14 +24,14 @@ from service.store import Commit, StoredEvent, now_ms
 
 log = logging.getLogger("railyard")
 
-#: What the service plays for a person whose time ran out (README "Bots").
+#: What the service plays for a person whose time ran out (docs/bots.md).
 TIMED_OUT_LEVEL: Final = "greedy"
 #: Bot decisions or moves handled between two turns of the event loop.
 _SLICE: Final = 200
 
 
 def play_timed_out(game: engine.GameState, seat: int, out: list[StoredEvent]) -> None:
-    """Play ``seat``'s whole turn as the greedy bot would (README "Bots":
+    """Play ``seat``'s whole turn as the greedy bot would (docs/bots.md:
     what the service plays for a person out of time), after a
     ``turnTimedOut`` event at the version of its first move."""
     version = game.version + 1

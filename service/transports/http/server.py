@@ -553,7 +553,8 @@ async def get_game(request: Request) -> Response:
             },
             examples=docs.CREATE_GAME_EXAMPLES,
         ),
-        # Needed only where the operator configured keys (README "Tenants").
+        # Needed only where the operator configured keys (docs/operations.md,
+        # "Tenants and API keys").
         "security": [{_API_KEY: []}, {}],
     },
 )
