@@ -18,7 +18,7 @@ What is checked:
   ties) and ``railyard arena``.
 
 The expert plays with a tiny budget here: these tests check behaviour, not
-strength or time (README "Bots" has the measured figures).
+strength or time (docs/bots.md has the measured figures).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The server's limits, against real ``railyard serve`` processes (README "Limits").
+"""The server's limits, against real ``railyard serve`` processes (docs/operations.md "Limits").
 
 Each test starts the service with small limits through the environment and
 shows, with raw sockets or real clients, that a slow, silent, oversized or
