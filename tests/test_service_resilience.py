@@ -22,10 +22,11 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -538,10 +539,17 @@ class Serve:
     log_path: Path
     grpc_port: int
     http_port: int
+    #: "https" when it serves TLS.
+    scheme: str = "http"
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.http_port}"
+        return f"{self.scheme}://127.0.0.1:{self.http_port}"
+
+    @property
+    def target(self) -> str:
+        """The gRPC port, as grpc's channels take it."""
+        return f"127.0.0.1:{self.grpc_port}"
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -549,20 +557,35 @@ class Serve:
 
 @contextlib.contextmanager
 def serve(
-    tmp_path: Path, redis_url: str, name: str, *, ready: bool = True, **env: str
+    tmp_path: Path,
+    redis_url: str | None,
+    name: str,
+    *,
+    ready: bool = True,
+    args: Sequence[str] = (),
+    tls: ssl.SSLContext | None = None,
+    **env: str,
 ) -> Iterator[Serve]:
-    """``railyard serve`` on free ports with REDIS_URL, killed at the end;
-    yielded once ready (``ready=False``: once up, for a store that is down)."""
+    """``railyard serve`` on free ports with REDIS_URL (None: the in-process
+    store) and ``args``, killed at the end; yielded once ready (``ready=False``:
+    once up, for a store that is down). ``tls``: it serves HTTPS, probed with
+    this context."""
     log_path = tmp_path / f"{name}.log"
     environment = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("RAILYARD_")},
-        "REDIS_URL": redis_url,
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("RAILYARD_") and k != "REDIS_URL"
+        },
         # One process, whatever the CPUs (the default with Redis is one
         # worker per CPU): these tests are about a replica; tests/test_workers.py
         # passes RAILYARD_WORKERS itself.
         "RAILYARD_WORKERS": "1",
+        **({} if redis_url is None else {"REDIS_URL": redis_url}),
         **env,
     }
+    probe = "/readyz" if ready else "/healthz"
+    verify: ssl.SSLContext | bool = True if tls is None else tls
     # A free port can be taken by another process between free_port() and
     # the bind (other test workers, other jobs on the machine): the service
     # then exits naming it, and it is started again on new ports.
@@ -579,20 +602,22 @@ def serve(
                     str(grpc_port),
                     "--http-port",
                     str(http_port),
+                    *args,
                 ],
                 env=environment,
                 stdin=subprocess.DEVNULL,
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
             )
-        server = Serve(proc, log_path, grpc_port, http_port)
-        deadline = time.monotonic() + 20
-        while proc.poll() is None and time.monotonic() < deadline:
+        server = Serve(proc, log_path, grpc_port, http_port, "http" if tls is None else "https")
+        deadline = time.monotonic() + 60
+        up = False
+        while not up and proc.poll() is None and time.monotonic() < deadline:
             with contextlib.suppress(httpx.HTTPError):
-                probe = "/readyz" if ready else "/healthz"
-                if httpx.get(f"{server.base_url}{probe}", timeout=1).status_code == 200:
-                    break
-            time.sleep(0.05)
+                reply = httpx.get(f"{server.base_url}{probe}", verify=verify, timeout=2)
+                up = reply.status_code == 200
+            if not up:
+                time.sleep(0.05)
         # A port taken between free_port() and the bind ("cannot listen
         # on"), or between the HTTP socket's bind and uvicorn's listen, where
         # another process bound the same port meanwhile (EADDRINUSE).
@@ -603,7 +628,7 @@ def serve(
             break
     try:
         assert proc.poll() is None, f"railyard serve exited:\n{server.log()}"
-        assert time.monotonic() < deadline, f"railyard serve not ready:\n{server.log()}"
+        assert up, f"railyard serve not ready:\n{server.log()}"
         yield server
     finally:
         if proc.poll() is None:

@@ -7,13 +7,11 @@ refuse half a TLS configuration before anything listens."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import ssl
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +26,7 @@ from service import cli
 from service.api import game_service_pb2 as pb
 from service.api import game_service_pb2_grpc as pb_grpc
 from tests.service_helpers import bearer, people, run
-from tests.test_service_resilience import free_port
+from tests.test_service_resilience import Serve, serve
 
 RAILYARD = Path(sys.executable).with_name("railyard")
 OPENSSL = shutil.which("openssl") or "/usr/bin/openssl"
@@ -172,97 +170,14 @@ def grpc_credentials(trust: Pair, client: Pair | None = None) -> grpc.ChannelCre
 # ------------------------------------------------------------------ the service
 
 
-@dataclass
-class Served:
-    """A ``railyard serve`` subprocess serving TLS."""
-
-    proc: subprocess.Popen[bytes]
-    log_path: Path
-    grpc_port: int
-    http_port: int
-
-    @property
-    def base_url(self) -> str:
-        return f"https://127.0.0.1:{self.http_port}"
-
-    @property
-    def target(self) -> str:
-        return f"127.0.0.1:{self.grpc_port}"
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-
-@contextlib.contextmanager
-def serve(
-    where: Path, name: str, args: list[str], probe: ssl.SSLContext, **env: str
-) -> Iterator[Served]:
-    """``railyard serve`` (in-process memory store) on free loopback ports with
-    ``args`` and ``env``, yielded once /readyz answers 200 over HTTPS with the
-    ``probe`` context; killed at the end."""
-    log_path = where / f"{name}.log"
-    environment = {
-        **{
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith("RAILYARD_") and k != "REDIS_URL"
-        },
-        **env,
-    }
-    # A port can be taken between free_port() and the bind (other jobs on the
-    # machine): the service then exits naming it, and starts again on others.
-    for attempt in range(3):
-        grpc_port, http_port = free_port(), free_port()
-        with log_path.open("wb") as log_file:
-            proc = subprocess.Popen(
-                [
-                    str(RAILYARD),
-                    "serve",
-                    "--host",
-                    "127.0.0.1",
-                    "--grpc-port",
-                    str(grpc_port),
-                    "--http-port",
-                    str(http_port),
-                    *args,
-                ],
-                env=environment,
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-            )
-        server = Served(proc, log_path, grpc_port, http_port)
-        deadline = time.monotonic() + 60
-        ready = False
-        while not ready and proc.poll() is None and time.monotonic() < deadline:
-            with contextlib.suppress(httpx.HTTPError):
-                reply = httpx.get(f"{server.base_url}/readyz", verify=probe, timeout=2)
-                ready = reply.status_code == 200
-            if not ready:
-                time.sleep(0.1)
-        lost_port = any(
-            sign in server.log() for sign in ("cannot listen on", "Address already in use")
-        )
-        if proc.poll() is None or not lost_port or attempt == 2:
-            break
-    try:
-        assert proc.poll() is None, f"railyard serve exited:\n{server.log()}"
-        assert ready, f"railyard serve not ready over HTTPS:\n{server.log()}"
-        yield server
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(10)
-
-
 @pytest.fixture(scope="module")
-def tls_server(certs: Certs, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def tls_server(certs: Certs, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
     """TLS, configured through the environment."""
     with serve(
         tmp_path_factory.mktemp("tls"),
+        None,
         "tls",
-        [],
-        https_context(certs.ca),
+        tls=https_context(certs.ca),
         RAILYARD_TLS_CERT=str(certs.server.cert),
         RAILYARD_TLS_KEY=str(certs.server.key),
     ) as server:
@@ -270,12 +185,13 @@ def tls_server(certs: Certs, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
 
 @pytest.fixture(scope="module")
-def mtls_server(certs: Certs, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def mtls_server(certs: Certs, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
     """Mutual TLS, configured through the command line."""
     with serve(
         tmp_path_factory.mktemp("mtls"),
+        None,
         "mtls",
-        [
+        args=[
             "--tls-cert",
             str(certs.server.cert),
             "--tls-key",
@@ -283,7 +199,7 @@ def mtls_server(certs: Certs, tmp_path_factory: pytest.TempPathFactory) -> Itera
             "--tls-client-ca",
             str(certs.ca.cert),
         ],
-        https_context(certs.ca, certs.client),
+        tls=https_context(certs.ca, certs.client),
     ) as server:
         yield server
 
@@ -373,7 +289,7 @@ def http_refused(url: str, verify: ssl.SSLContext | bool) -> httpx.TransportErro
 
 
 def test_grpc_over_tls_plays_and_refuses_cleartext_and_strangers(
-    certs: Certs, tls_server: Served
+    certs: Certs, tls_server: Serve
 ) -> None:
     async def go() -> str:
         game_id = await play_grpc(tls_server.target, grpc_credentials(certs.ca))
@@ -396,7 +312,7 @@ def test_grpc_over_tls_plays_and_refuses_cleartext_and_strangers(
 
 
 def test_http_over_tls_plays_and_refuses_cleartext_and_strangers(
-    certs: Certs, tls_server: Served
+    certs: Certs, tls_server: Serve
 ) -> None:
     game_id = play_http(tls_server.base_url, https_context(certs.ca))
     # Cleartext HTTP to the TLS port: the server hangs up, nothing answers.
@@ -427,7 +343,7 @@ def test_http_over_tls_plays_and_refuses_cleartext_and_strangers(
 
 @pytest.mark.parametrize("who", ["anonymous", "stranger"])
 def test_mutual_tls_refuses_clients_without_a_certificate_the_ca_signed(
-    certs: Certs, mtls_server: Served, who: str
+    certs: Certs, mtls_server: Serve, who: str
 ) -> None:
     """No client certificate, or one signed by an unrelated CA: both ports
     refuse in the handshake (the client itself trusts the server)."""
@@ -461,7 +377,7 @@ def test_mutual_tls_refuses_clients_without_a_certificate_the_ca_signed(
 
 
 def test_mutual_tls_serves_clients_with_a_certificate_the_ca_signed(
-    certs: Certs, mtls_server: Served
+    certs: Certs, mtls_server: Serve
 ) -> None:
     run(play_grpc(mtls_server.target, grpc_credentials(certs.ca, certs.client)))
     play_http(mtls_server.base_url, https_context(certs.ca, certs.client))
