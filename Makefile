@@ -71,7 +71,8 @@ unit: $(ENGINE_BUILT)
 	./scripts/install-node
 	./scripts/install-chromium
 	./scripts/install-wrk
-	$(BIN)/pytest -n 2 --doctest-modules engine tests clients/python/railyard_client
+	$(BIN)/pytest -n 2 -m 'not flood' --doctest-modules engine tests clients/python/railyard_client
+	$(BIN)/pytest -m flood tests/test_grpc_floods.py
 	RAILYARD_ENGINE=pure $(BIN)/pytest -n 2 --doctest-modules engine $(ENGINE_TESTS)
 
 ## bench: the engine benchmark (ratios against a baseline measured in the same run)

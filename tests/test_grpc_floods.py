@@ -49,7 +49,9 @@ It runs at a lower CPU priority: on this 2-core machine it stands for a
 client on another machine, whose CPU is not the server's or the client's.
 Latency is real time (``time.perf_counter``), which is the point here; the
 limit leaves room for a loaded machine, and the floods of this module run
-one at a time across xdist workers (a file lock), not two on two cores.
+one at a time across xdist workers (a file lock), not two on two cores;
+``make unit`` runs them (marked ``flood``) alone, after the rest of the suite,
+so no other test's load stands in the measured client's way.
 """
 
 from __future__ import annotations
@@ -872,6 +874,7 @@ def took_effect(tally: Tally) -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.flood
 @pytest.mark.parametrize("attack", list(ATTACKS))
 def test_an_http2_flood_keeps_play_fast_and_memory_bounded(
     tmp_path: Path, redis_url: str, attack: str
