@@ -206,6 +206,10 @@ def settings(**overrides: Any) -> Settings:
         "bot_processes": 0,
         "max_header_bytes": MAX_HEADER_BYTES,
         "max_body_bytes": MAX_BODY_BYTES,
+        # play.mjs multiplexes 50 concurrent calls on one connection: over
+        # the default cap of 32 streams, with overload protection, grpc may
+        # refuse a stream opened past it (docs/adr/0002-grpc-on-grpcio.md).
+        "grpc_max_streams": 64,
     }
     return Settings(**{**base, **overrides})
 
