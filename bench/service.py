@@ -237,9 +237,13 @@ class Processes:
         self._procs: list[subprocess.Popen[bytes]] = []
 
     def start(
-        self, argv: Sequence[str], stdout: int | None = None, stderr: int | None = None
+        self,
+        argv: Sequence[str],
+        stdout: int | None = None,
+        stderr: int | None = None,
+        cwd: Path = ROOT,
     ) -> subprocess.Popen[bytes]:
-        proc = subprocess.Popen(list(argv), cwd=ROOT, stdout=stdout, stderr=stderr)
+        proc = subprocess.Popen(list(argv), cwd=cwd, stdout=stdout, stderr=stderr)
         self._procs.append(proc)
         return proc
 
@@ -351,9 +355,11 @@ def start_server(
     redis_url: str,
     cprofile_out: Path | None = None,
     workers: int = 1,
+    root: Path = ROOT,
 ) -> Server:
     """A fresh ``kind`` process, up; a service of ``workers`` processes
-    (``serve --workers``) when more than one."""
+    (``serve --workers``) when more than one, run from the tree at ``root``
+    (``python -m service.cli`` from its folder: its own service and engine)."""
     grpc_port, http_port = free_port(), free_port()
     if kind == "floor":
         argv = [PYTHON, str(_HERE / "service_floor.py"), "--grpc-port", str(grpc_port)]
@@ -367,7 +373,7 @@ def start_server(
         argv += ["--workers", str(workers)]
         argv += ["--grpc-port", str(grpc_port), "--http-port", str(http_port)]
         argv += ["--redis-url", redis_url, "--log-level", "warning"]
-    proc = procs.start([*pin.server, *argv], stdout=subprocess.DEVNULL)
+    proc = procs.start([*pin.server, *argv], stdout=subprocess.DEVNULL, cwd=root)
     server = Server(kind, proc, grpc_port, http_port, cprofile_out)
 
     def up() -> bool:
@@ -1314,13 +1320,14 @@ def measure_service(
     opts: Options,
     work: Path,
     workers: int = 1,
+    root: Path = ROOT,
 ) -> tuple[Load, list[list[Game]]]:
-    """A fresh service process (of ``workers`` processes) with ``count``
-    fresh games, measured under ``opts.clients`` clients and stopped; also
-    the games, by client (seeded to the floor's keys as created, for a floor
-    to replay)."""
+    """A fresh service process (of ``workers`` processes, from the tree at
+    ``root``) with ``count`` fresh games, measured under ``opts.clients``
+    clients and stopped; also the games, by client (seeded to the floor's
+    keys as created, for a floor to replay)."""
     print(f"[{tag}] starting the service, creating {count} games ...", flush=True)
-    server = start_server("service", procs, pin, rds.url, workers=workers)
+    server = start_server("service", procs, pin, rds.url, workers=workers, root=root)
     games = setup_games(server, count, opts.players, opts.preset, opts.rounds, seed)
     seed_floor(rds.client, games)
     moves = sum(len(g.frames) for g in games)
@@ -1400,6 +1407,78 @@ def verdict(rows: Sequence[tuple[Load, Load]]) -> tuple[list[str], bool]:
     return lines, ok
 
 
+def checkout(ref: str, work: Path) -> Path:
+    """The tree of commit ``ref`` in ``work``, its engine built as ``make``
+    builds ours (mypyc where a compiler is there), to be served by this venv."""
+    tree = work / "against"
+    tree.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", ref], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    env = {**os.environ, "VENV": str(Path(PYTHON).parent.parent)}
+    subprocess.run(["bash", "scripts/build-engine"], cwd=tree, env=env, check=True)
+    return tree
+
+
+def against(args: argparse.Namespace, opts: Options) -> int:
+    """Our service against the one at commit ``args.against``, run by run:
+    each run measures both on fresh games of the same seeds, in turn, the
+    order reversed every run, and prints ours over theirs."""
+    transports = ["grpc", "http"] if args.transport == "both" else [args.transport]
+    pin = pinning(not args.no_pin)
+    procs = Processes()
+    work = Path(tempfile.mkdtemp(prefix="railyard-bench-"))
+    results: dict[tuple[str, str], list[Load]] = defaultdict(list)
+    details: list[str] = []
+    print(f"Railyard service benchmark: this tree against {args.against}, interleaved")
+    print(f"host: {platform.node()}, {os.cpu_count()} CPUs; {pin.text}")
+    try:
+        print(f"building {args.against} ...", flush=True)
+        trees = {"ours": ROOT, args.against: checkout(args.against, work)}
+        rds = RedisServer(procs, pin)
+        count = games_needed(opts)
+        for k in range(opts.repeat):
+            for transport in transports:
+                names = list(trees) if k % 2 == 0 else list(trees)[::-1]
+                for name in names:
+                    tag = f"{transport} {name} {k + 1}/{opts.repeat}"
+                    load, _ = measure_service(
+                        transport,
+                        tag,
+                        f"a.{k}",
+                        procs,
+                        pin,
+                        rds,
+                        count,
+                        opts,
+                        work,
+                        root=trees[name],
+                    )
+                    results[(transport, name)].append(load)
+                    details += [f"{tag}:", *describe(load)]
+    finally:
+        procs.stop_all()
+        shutil.rmtree(work, ignore_errors=True)
+    print()
+    for line in details:
+        print(line)
+    print()
+    print(f"ours / {args.against}, server CPU a move, run by run:")
+    for transport in transports:
+        ours, theirs = results[(transport, "ours")], results[(transport, args.against)]
+        ratios = [ms_per_move(o) / ms_per_move(t) for o, t in zip(ours, theirs, strict=True)]
+        print(
+            f"  {transport}: median {statistics.median(ratios):.2f}x "
+            f"(runs {', '.join(f'{r:.2f}' for r in ratios)}); ours "
+            f"{statistics.median(ms_per_move(o) for o in ours):.3f} ms, theirs "
+            f"{statistics.median(ms_per_move(t) for t in theirs):.3f} ms; p99 ours "
+            f"{statistics.median(o.p99_ms for o in ours):.1f} ms, theirs "
+            f"{statistics.median(t.p99_ms for t in theirs):.1f} ms"
+        )
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     opts = Options(
         args.clients,
@@ -1412,6 +1491,8 @@ def run(args: argparse.Namespace) -> int:
         args.client_procs,
         args.wait_quiet,
     )
+    if args.against:
+        return against(args, opts)
     transports = ["grpc", "http"] if args.transport == "both" else [args.transport]
     profiler = args.profiler
     if args.profile and profiler == "py-spy" and not (Path(PYTHON).parent / "py-spy").exists():
@@ -1542,6 +1623,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "quiet (60; 0: do not wait)",
     )
     parser.add_argument("--no-pin", action="store_true", help="no taskset CPU pinning")
+    parser.add_argument(
+        "--against",
+        default="",
+        metavar="REF",
+        help="measure this tree's service against commit REF's, interleaved, and print "
+        "ours over theirs (no floor, no verdict)",
+    )
     args = parser.parse_args(argv)
     if args.clients < 1 or args.seconds <= 0 or args.repeat < 1:
         parser.error("--clients, --seconds and --repeat must be positive")

@@ -5,7 +5,7 @@
 One process, exactly as ``railyard serve`` runs (``asyncio.run`` with the
 default event loop; grpc.aio's server on that loop, with the service's
 channel arguments and handlers (service.transports.grpc.server); uvicorn
-serving a FastAPI app inside the same loop), whose ApplyMove does only the
+serving a Starlette app inside the same loop), whose ApplyMove does only the
 Redis round trips a real apply-move does, through the service's own
 :class:`~service.store.redis.RedisStore` (same pool, same scripts): one
 ``load`` (HMGET of state, version, meta) and one ``commit`` (EVALSHA of the
@@ -43,8 +43,10 @@ from collections.abc import Iterator  # noqa: E402
 
 import grpc  # noqa: E402
 import uvicorn  # noqa: E402
-from fastapi import APIRouter, FastAPI, Request  # noqa: E402
-from fastapi.responses import JSONResponse, Response  # noqa: E402
+from starlette.applications import Starlette  # noqa: E402
+from starlette.requests import Request  # noqa: E402
+from starlette.responses import JSONResponse, Response  # noqa: E402
+from starlette.routing import Route  # noqa: E402
 
 from service.api import game_service_pb2 as pb  # noqa: E402
 from service.settings import Settings  # noqa: E402
@@ -105,19 +107,10 @@ class FloorServicer:
         return pb.ApplyMoveResponse(game=pb.GameView(version=version))
 
 
-def create_http_app(floor: Floor) -> FastAPI:
-    """ApplyMove is the first route of a router included first, an endpoint
-    taking the Request, under FastAPI's middleware with its own telemetry off,
-    as the service serves it (the same body reader, header lookup and
-    response objects)."""
-    api = FastAPI(
-        title="Railyard floor",
-        redoc_url=None,
-        docs_url=None,
-        openapi_url=None,
-        telemetry={"tracing": False, "metrics": False, "logs": False},
-    )
-    games = APIRouter(prefix="/v1/games")
+def create_http_app(floor: Floor) -> Starlette:
+    """ApplyMove is the first route, an endpoint taking the Request, under
+    Starlette's middleware, as the service serves it (the same body reader,
+    header lookup and response objects)."""
 
     async def apply_move(request: Request) -> Response:
         await request.body()
@@ -127,14 +120,15 @@ def create_http_app(floor: Floor) -> FastAPI:
             return JSONResponse({"code": 10, "message": "floor: lost the race"}, status_code=409)
         return json_response({"game": {"version": str(version)}})
 
-    games.add_api_route("/{gameId}/moves", apply_move, methods=["POST"])
-    api.include_router(games)
-
-    @api.get("/healthz")
-    async def healthz() -> Response:
+    async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
-    return api
+    return Starlette(
+        routes=[
+            Route("/v1/games/{gameId}/moves", apply_move, methods=["POST"]),
+            Route("/healthz", healthz, methods=["GET"]),
+        ]
+    )
 
 
 class _QuietServer(uvicorn.Server):

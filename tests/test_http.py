@@ -509,7 +509,11 @@ def test_unknown_routes_and_methods_are_status_bodies() -> None:
             assert_status(response, 404, NOT_FOUND, "NOT_FOUND")
             response = await client.delete("/v1/rulesets")
             assert_status(response, 405, UNIMPLEMENTED, "METHOD_NOT_ALLOWED")
-            assert response.headers["allow"] == "GET"
+            # A GET route answers HEAD too (RFC 9110 9.3.2), headers only.
+            assert response.headers["allow"] == "GET, HEAD"
+            head = await client.head("/v1/rulesets")
+            assert head.status_code == 200
+            assert head.content == b""
             response = await client.put("/v1/games")
             assert_status(response, 405, UNIMPLEMENTED, "METHOD_NOT_ALLOWED")
 

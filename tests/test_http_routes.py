@@ -1,9 +1,8 @@
 """One path per route: every (method, path) of the HTTP app is served by one
-route of FastAPI's router, found through its included routers and mounts,
-and the calls of every turn (GetGame, ApplyMove) are ordinary routes of the
-games router that answer through the app's whole stack (CORS, metrics,
-exception handlers) like every other; and a call is one server span, the
-service's, not a second one of FastAPI's own telemetry."""
+route of Starlette's router, found through its mounts, and the calls of
+every turn (GetGame, ApplyMove) are ordinary routes of the games group that
+answer through the app's whole stack (CORS, metrics, exception handlers)
+like every other; and a call is one server span, the service's."""
 
 from __future__ import annotations
 
@@ -14,13 +13,12 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi.routing import iter_route_contexts
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
-from starlette.routing import BaseRoute, Mount
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from service.api import game_service_pb2 as pb
@@ -36,22 +34,21 @@ ORIGIN = "https://table.example"
 
 
 def served(routes: Sequence[BaseRoute], prefix: str = "") -> Iterator[tuple[str, str, Any]]:
-    """(method, path, route) for every route of ``routes``, through included
-    routers (FastAPI's own walk, as its OpenAPI document takes) and mounts;
-    a mount of something other than routes (static files) answers any method
-    under its path ("*")."""
-    for context in iter_route_contexts(routes):
-        route = context.original_route
-        path = prefix + (context.path or "")
+    """(method, path, route) for every route of ``routes``, through mounts; a
+    mount of something other than routes (static files) answers any method
+    under its path ("*"), and so does any other kind of route."""
+    for route in routes:
         if isinstance(route, Mount):
             inner = getattr(route.app, "routes", None)
             if inner is None:
-                yield "*", path, route
+                yield "*", prefix + route.path, route
             else:
-                yield from served(inner, path)
+                yield from served(inner, prefix + route.path)
+        elif isinstance(route, Route):
+            for method in sorted(route.methods or {"*"}):
+                yield method, prefix + route.path, route
         else:
-            for method in sorted(context.methods or {"*"}):
-                yield method, path, route
+            yield "*", prefix + getattr(route, "path", ""), route
 
 
 def test_each_method_and_path_has_one_route() -> None:
@@ -60,7 +57,7 @@ def test_each_method_and_path_has_one_route() -> None:
     found = list(served(api.routes))
     counts = Counter((method, path) for method, path, _ in found)
     assert [key for key, n in counts.items() if n > 1] == []
-    by_operation = {getattr(route, "operation_id", None): route for _, _, route in found}
+    by_operation = {getattr(route, "name", None): route for _, _, route in found}
     # Every RPC of API.md is a route, the turn calls on the games router.
     for operation in ("CreateGame", "GetGame", "ListLegalMoves", "ApplyMove", "WatchGame"):
         assert operation in by_operation, operation
@@ -71,10 +68,10 @@ def test_each_method_and_path_has_one_route() -> None:
     app.close()
 
 
-def test_no_dispatcher_beside_fastapis_router() -> None:
-    """Nothing answers a request but FastAPI's router: the app adds no routing
-    of its own, and a request of every turn passes FastAPI's middleware stack
-    (a middleware added to it sees it) and is matched to its route there."""
+def test_no_dispatcher_beside_the_router() -> None:
+    """Nothing answers a request but Starlette's router: the app adds no
+    routing of its own, and a request of every turn passes the middleware
+    stack (a middleware added to it sees it) and is matched to its route there."""
     assert [n for n in vars(RailyardAPI) if "direct" in n.lower()] == []
     assert [n for n in vars(http_server) if "direct" in n.lower()] == []
 
@@ -104,8 +101,8 @@ def test_no_dispatcher_beside_fastapis_router() -> None:
             moved = await http.post(f"{GAME}/{game_id}/moves", headers=auth, json={"move": {}})
             assert moved.status_code == 400  # a move with no action: the app's refusal
         routes = {(method, path): route for method, path, route in seen}
-        assert routes[("GET", f"{GAME}/{game_id}")].operation_id == "GetGame"
-        assert routes[("POST", f"{GAME}/{game_id}/moves")].operation_id == "ApplyMove"
+        assert routes[("GET", f"{GAME}/{game_id}")].name == "GetGame"
+        assert routes[("POST", f"{GAME}/{game_id}/moves")].name == "ApplyMove"
         app.close()
 
     asyncio.run(go())
@@ -213,7 +210,7 @@ def test_a_turn_route_that_fails_answers_500_as_every_route_does(
 ) -> None:
     """A turn route's unexpected exception goes to the app's own handler: a
     Status body (INTERNAL, no traceback), logged, counted as 500; a method the
-    turn path does not take is FastAPI's 405."""
+    turn path does not take is the router's 405."""
 
     async def go() -> None:
         app = FailingApp(MemoryStore(), Settings(bot_processes=0))
@@ -237,8 +234,7 @@ def test_a_turn_route_that_fails_answers_500_as_every_route_does(
 
 def test_an_http_call_is_one_server_span(monkeypatch: pytest.MonkeyPatch) -> None:
     """With a tracer provider configured for the process, a call is the one
-    server span of service.ops.tracing, whatever its route: FastAPI's own
-    telemetry makes none."""
+    server span of service.ops.tracing, whatever its route."""
     spans = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(spans))

@@ -78,7 +78,7 @@ def test_remembered_trains_follow_their_messages(monkeypatch: pytest.MonkeyPatch
     over, and an unknown enum number is written as the number, as
     MessageToDict writes it."""
     monkeypatch.setattr(jsonwire, "_MEMO_SIZE", 2)
-    monkeypatch.setattr(jsonwire, "_CONVERTERS", {})  # memos of this size only
+    monkeypatch.setattr(jsonwire, "_ENCODERS", {})  # memos of this size only
     view = pb.GameView()
     train = view.trains.add(ref=pb.TrainRef(mexican=0), tiles=[pb.Tile(a=1, b=2)])
     for b in range(3, 9):

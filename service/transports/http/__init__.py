@@ -1,2 +1,2 @@
-"""HTTP/JSON: the FastAPI routes, OpenAPI, the docs and the web table's files,
+"""HTTP/JSON: the Starlette routes, OpenAPI, the docs and the web table's files,
 and the connection limits."""

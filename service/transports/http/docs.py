@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from fastapi import FastAPI, Request
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.staticfiles import StaticFiles
+from starlette.requests import Request
 from starlette.responses import HTMLResponse
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
 
 DOCS_URL: Final = "/docs"
 #: Where the Swagger UI files are served (under /docs, so they stay out of
@@ -82,20 +83,24 @@ APPLY_MOVE_EXAMPLES: Final[dict[str, Any]] = {
 }
 
 
-def add_docs(api: FastAPI) -> None:
-    """Serve Swagger UI at :data:`DOCS_URL` from local files (build ``api`` with
-    ``docs_url=None``, so FastAPI's CDN page is not served)."""
-    api.mount(ASSETS_URL, StaticFiles(packages=[ASSETS_PACKAGE]), name="docs-assets")
+def routes(title: str, openapi_url: str) -> list[BaseRoute]:
+    """Swagger UI at :data:`DOCS_URL` for the document at ``openapi_url``,
+    from local files. (The page's HTML is FastAPI's function, the one part
+    of FastAPI the service keeps: fastapi-offline ships its files for it.)"""
 
-    @api.get(DOCS_URL, include_in_schema=False)
     async def swagger_ui(request: Request) -> HTMLResponse:
         # Behind a proxy that serves the app under a prefix, every URL keeps it.
         root = str(request.scope.get("root_path", "")).rstrip("/")
         return get_swagger_ui_html(
-            openapi_url=f"{root}{api.openapi_url}",
-            title=f"{api.title} - Swagger UI",
+            openapi_url=f"{root}{openapi_url}",
+            title=f"{title} - Swagger UI",
             swagger_js_url=f"{root}{ASSETS_URL}/swagger-ui-bundle.js",
             swagger_css_url=f"{root}{ASSETS_URL}/swagger-ui.css",
             swagger_favicon_url=f"{root}{ASSETS_URL}/favicon.png",
             swagger_ui_parameters=SWAGGER_UI_PARAMETERS,
         )
+
+    return [
+        Mount(ASSETS_URL, StaticFiles(packages=[ASSETS_PACKAGE]), name="docs-assets"),
+        Route(DOCS_URL, swagger_ui, methods=["GET"], name="Docs"),
+    ]

@@ -1,4 +1,4 @@
-"""The HTTP/JSON transport: FastAPI routes over :class:`~service.app.GameApp`.
+"""The HTTP/JSON transport: Starlette routes over :class:`~service.app.GameApp`.
 
 Routes only translate. In: the JSON body (canonical proto3 mapping, parsed by
 ``json_format``), the path, ``afterVersion``/``Last-Event-ID`` and the bearer
@@ -7,10 +7,14 @@ app's message as canonical JSON, or its :class:`~service.app.errors.ServiceError
 as a ``google.rpc.Status`` body with the HTTP status of API.md's table.
 Loading, permissions, rate limits and storage are the app's, never a route's.
 
-FastAPI never validates anything here (no declared parameters or pydantic
-bodies), so it never answers 422: every refusal, routing ones included, is a
-Status body. The OpenAPI document is generated from the proto descriptors
-(:mod:`service.transports.http.openapi`), not from pydantic models.
+Every refusal, routing ones included, is a Status body. The OpenAPI
+document is each route's operation (:class:`Routes`) over the components
+generated from the proto descriptors (:mod:`service.transports.http.openapi`).
+
+Starlette, not FastAPI on it: no route here declares a parameter or a body
+for FastAPI to validate or document, so FastAPI's layers (dependency
+solving, its middleware, its router) did nothing for us but cost the most
+of any part of an HTTP move (docs/adr/0001-http-server.md).
 """
 
 from __future__ import annotations
@@ -21,24 +25,24 @@ import logging
 import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Annotated, Any, Final, Literal, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, TypeVar
 
 import anyio
 import grpc
 import orjson
-from fastapi import APIRouter, Depends, FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse, Response, StreamingResponse
-from fastapi.routing import APIRoute
 from google.protobuf import json_format
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 from opentelemetry import trace
 from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
 from opentelemetry.metrics import NoOpMeterProvider
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as ASGIMessage
 
@@ -328,20 +332,13 @@ def parse_int64(text: str, name: str) -> int:
     return int(value)
 
 
-# ------------------------------------------------------------------ dependencies
-# (async: FastAPI runs a plain-def dependency in a worker thread, a thread hop
-# per request that cost more than the dependency itself)
+# ------------------------------------------------------------------ a request's context
 
 
-async def get_game_app(request: Request) -> GameApp:
+def game_app_of(request: Request) -> GameApp:
     game_app = request.app.state.game_app
     assert isinstance(game_app, GameApp)
     return game_app
-
-
-async def get_caller(request: Request) -> Caller:
-    """The bearer token (absent: a spectator) and the client's address."""
-    return caller_of(request.scope, (await get_game_app(request)).proxies)
 
 
 def caller_of(scope: Scope, proxies: TrustedProxies) -> Caller:
@@ -366,17 +363,13 @@ def caller_of(scope: Scope, proxies: TrustedProxies) -> Caller:
     return Caller(token=seat_token(authorization), address=peer, api_key=api_key_of(api_keys))
 
 
-async def get_game_id(request: Request) -> str:
-    return str(request.path_params["gameId"])
+def _context(request: Request) -> tuple[GameApp, Caller, str]:
+    """The app, the caller (its bearer token, absent: a spectator; its
+    address; its API key) and the path's game id."""
+    game_app = game_app_of(request)
+    caller = caller_of(request.scope, game_app.proxies)
+    return game_app, caller, str(request.path_params["gameId"])
 
-
-async def _context(request: Request) -> tuple[GameApp, Caller, str]:
-    return await get_game_app(request), await get_caller(request), await get_game_id(request)
-
-
-GameAppDep = Annotated[GameApp, Depends(get_game_app)]
-CallerDep = Annotated[Caller, Depends(get_caller)]
-GameIdDep = Annotated[str, Depends(get_game_id)]
 
 # ------------------------------------------------------------------ OpenAPI of a route
 
@@ -453,6 +446,59 @@ def _json_ok(description: str, schema: dict[str, Any]) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
+Endpoint = Callable[[Request], Any]
+
+
+@dataclass
+class Routes:
+    """Routes under one path prefix and OpenAPI tag: each a Starlette
+    :class:`~starlette.routing.Route` named by its operation id (the name
+    metrics and spans give it), and its OpenAPI operation."""
+
+    prefix: str = ""
+    tag: str | None = None
+    routes: list[Route] = field(default_factory=list)
+    #: (path, method, operation) of each route the OpenAPI document shows.
+    operations: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+
+    def get(self, path: str, **operation: Any) -> Callable[[Endpoint], Endpoint]:
+        return self.route("GET", path, **operation)
+
+    def post(self, path: str, **operation: Any) -> Callable[[Endpoint], Endpoint]:
+        return self.route("POST", path, **operation)
+
+    def route(
+        self,
+        method: str,
+        path: str,
+        *,
+        operation_id: str,
+        summary: str | None = None,
+        description: str | None = None,
+        openapi_extra: Mapping[str, Any] | None = None,
+        in_schema: bool = True,
+    ) -> Callable[[Endpoint], Endpoint]:
+        """A route for ``method`` ``prefix + path``; ``openapi_extra`` is its
+        OpenAPI operation's parameters, body, answers and security
+        (:func:`operation`)."""
+
+        def add(endpoint: Endpoint) -> Endpoint:
+            full = self.prefix + path
+            self.routes.append(Route(full, endpoint, methods=[method], name=operation_id))
+            if in_schema:
+                described: dict[str, Any] = {"tags": [self.tag]} if self.tag else {}
+                if summary:
+                    described["summary"] = summary
+                if description:
+                    described["description"] = description
+                described["operationId"] = operation_id
+                described |= openapi_extra or {}
+                self.operations.append((full, method.lower(), described))
+            return endpoint
+
+        return add
+
+
 # ------------------------------------------------------------------ games
 
 #: Why a CreateGame body that its schema admits is refused: each reason is
@@ -474,9 +520,9 @@ _CREATE_GAME_REFUSALS: Final = (
     "take more than the bot CPU limit, or for a requestId whose first answer has expired."
 )
 
-#: The routes below in the order FastAPI tries them: the calls of every turn
+#: The routes below in the order the router tries them: the calls of every turn
 #: (ApplyMove, GetGame) first, as each route passed over costs a match.
-games = APIRouter(prefix="/v1/games", tags=["games"])
+games = Routes(prefix="/v1/games", tag="games")
 
 #: The body of ApplyMove over HTTP: the request without gameId (it is in the path).
 APPLY_MOVE_BODY: Final = "ApplyMoveBody"
@@ -503,7 +549,7 @@ APPLY_MOVE_BODY: Final = "ApplyMoveBody"
     ),
 )
 async def apply_move(request: Request) -> Response:
-    game_app, caller, game_id = await _context(request)
+    game_app, caller, game_id = _context(request)
     message = await parse_body(
         request, pb.ApplyMoveRequest(), game_app.settings.max_body_bytes, fast_apply_move
     )
@@ -526,7 +572,7 @@ async def apply_move(request: Request) -> Response:
     ),
 )
 async def get_game(request: Request) -> Response:
-    game_app, caller, game_id = await _context(request)
+    game_app, caller, game_id = _context(request)
     return proto_response(await game_app.get_game(game_id, caller))
 
 
@@ -558,7 +604,9 @@ async def get_game(request: Request) -> Response:
         "security": [{_API_KEY: []}, {}],
     },
 )
-async def create_game(request: Request, game_app: GameAppDep, caller: CallerDep) -> Response:
+async def create_game(request: Request) -> Response:
+    game_app = game_app_of(request)
+    caller = caller_of(request.scope, game_app.proxies)
     message = await parse_body(request, pb.CreateGameRequest(), game_app.settings.max_body_bytes)
     return proto_response(await game_app.create_game(message, caller))
 
@@ -577,7 +625,7 @@ async def create_game(request: Request, game_app: GameAppDep, caller: CallerDep)
     ),
 )
 async def list_legal_moves(request: Request) -> Response:
-    game_app, caller, game_id = await _context(request)
+    game_app, caller, game_id = _context(request)
     return proto_response(await game_app.list_legal_moves(game_id, caller))
 
 
@@ -630,13 +678,7 @@ async def _event_stream(
                 await aclose()
 
 
-async def get_streams_closing(request: Request) -> asyncio.Event:
-    closing = request.app.state.streams_closing
-    assert isinstance(closing, asyncio.Event)
-    return closing
-
-
-def close_streams(api: FastAPI) -> None:
+def close_streams(api: Starlette) -> None:
     """End every open WatchGame stream now, and any opened later right after
     its snapshot. Call it when a graceful shutdown begins: an SSE response never
     ends by itself, and uvicorn waits for open responses before it exits."""
@@ -664,7 +706,6 @@ def resume_version(request: Request) -> int | None:
     "`data:` line holding a GameEvent in JSON, with `id:` its version; a `: keep-alive` "
     "comment comes after each quiet period (at most 15 s). A failure after the stream "
     "started ends it with an `event: error` whose data is a Status.",
-    response_class=EventStreamResponse,
     openapi_extra=operation(
         parameters=[
             _GAME_ID_PARAM,
@@ -706,13 +747,10 @@ def resume_version(request: Request) -> int | None:
         },
     ),
 )
-async def watch_game(
-    request: Request,
-    game_app: GameAppDep,
-    caller: CallerDep,
-    game_id: GameIdDep,
-    closing: Annotated[asyncio.Event, Depends(get_streams_closing)],
-) -> Response:
+async def watch_game(request: Request) -> Response:
+    game_app, caller, game_id = _context(request)
+    closing = request.app.state.streams_closing
+    assert isinstance(closing, asyncio.Event)
     events = game_app.watch_game(game_id, resume_version(request), caller)
     # Pull the snapshot first: an unknown game or a bad token is a plain HTTP
     # error, not a stream that opens and fails.
@@ -743,13 +781,14 @@ async def watch_game(
         },
     ),
 )
-async def get_game_log(game_app: GameAppDep, caller: CallerDep, game_id: GameIdDep) -> Response:
+async def get_game_log(request: Request) -> Response:
+    game_app, caller, game_id = _context(request)
     return proto_response(await game_app.get_game_log(game_id, caller))
 
 
 # ------------------------------------------------------------------ rulesets
 
-rulesets = APIRouter(prefix="/v1/rulesets", tags=["rulesets"])
+rulesets = Routes(prefix="/v1/rulesets", tag="rulesets")
 
 
 @rulesets.get(
@@ -762,13 +801,13 @@ rulesets = APIRouter(prefix="/v1/rulesets", tags=["rulesets"])
         failures=(),
     ),
 )
-async def list_rulesets(game_app: GameAppDep) -> Response:
-    return proto_response(game_app.list_rulesets())
+async def list_rulesets(request: Request) -> Response:
+    return proto_response(game_app_of(request).list_rulesets())
 
 
 # ------------------------------------------------------------------ health
 
-health = APIRouter(tags=["health"])
+health = Routes(tag="health")
 
 _HEALTH_OK: Final = _json_ok(
     "Up",
@@ -786,7 +825,7 @@ _HEALTH_OK: Final = _json_ok(
     summary="Liveness: the process is up",
     openapi_extra=operation(ok=_HEALTH_OK, failures=()),
 )
-async def healthz() -> Response:
+async def healthz(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
 
@@ -805,8 +844,8 @@ async def healthz() -> Response:
         failures=(),
     ),
 )
-async def metrics(game_app: GameAppDep) -> Response:
-    return Response(game_app.metrics.exposition(), media_type=telemetry.CONTENT_TYPE)
+async def metrics(request: Request) -> Response:
+    return Response(game_app_of(request).metrics.exposition(), media_type=telemetry.CONTENT_TYPE)
 
 
 @health.get(
@@ -815,8 +854,8 @@ async def metrics(game_app: GameAppDep) -> Response:
     summary="Readiness: the store answers",
     openapi_extra=operation(ok=_HEALTH_OK, failures=(503,)),
 )
-async def readyz(game_app: GameAppDep) -> Response:
-    if await game_app.ready():
+async def readyz(request: Request) -> Response:
+    if await game_app_of(request).ready():
         return JSONResponse({"status": "ok"})
     return error_response(errors.store_unavailable("readiness check: the store did not answer"))
 
@@ -848,11 +887,6 @@ async def _on_http_error(request: Request, exc: Exception) -> Response:
         message = str(exc.detail)
     body = status_body(code, reason, message)
     return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
-
-
-async def _on_validation_error(request: Request, exc: Exception) -> Response:
-    # No route declares FastAPI-validated parameters; kept so one never turns into a 422.
-    return error_response(errors.invalid(_first_line(str(exc))))
 
 
 class _NoAnswer(Response):
@@ -893,21 +927,45 @@ def _name_server_span(scope: Scope) -> None:
         return
     span = trace.get_current_span()
     route = scope.get("route")
-    if span.is_recording() and isinstance(route, APIRoute):
+    if span.is_recording() and isinstance(route, Route):
         span.update_name(f"{scope['method']} {route.path}")
         span.set_attribute("http.route", route.path)
-        if route.operation_id:
-            span.set_attribute("railyard.operation", route.operation_id)
+        span.set_attribute("railyard.operation", route.name)
 
 
-class RailyardAPI(FastAPI):
-    """FastAPI whose OpenAPI components come from the proto descriptors, and
-    whose every request, whatever its route, passes through one stack:
-    tracing (:mod:`service.ops.tracing`, when on), CORS (settings.cors_origins,
-    when any), then :meth:`serve`'s timing and counting, then FastAPI."""
+class RailyardAPI(Starlette):
+    """Starlette serving :class:`Routes`, with their OpenAPI document at
+    :attr:`openapi_url`, and whose every request, whatever its route, passes
+    through one stack: tracing (:mod:`service.ops.tracing`, when on), CORS
+    (settings.cors_origins, when any), then :meth:`serve`'s timing and
+    counting, then Starlette's exception handling and router."""
 
-    #: The outermost layer of the stack (:func:`create_http_app` builds it).
-    entry: ASGIApp | None = None
+    title: Final = "Railyard"
+    version: Final = "v1"
+    description: Final = (
+        "Mexican Train, the classic domino games and Chicken Foot as a service: the "
+        "HTTP/JSON transport of railyard.v1.GameService (canonical proto3 JSON). Errors are "
+        "google.rpc.Status bodies with one ErrorInfo."
+    )
+    openapi_url: Final = "/openapi.json"
+    #: The OpenAPI tags, in the document's order.
+    openapi_tags: Final = (
+        {"name": "games", "description": "Create, view, play and watch games."},
+        {"name": "rulesets", "description": "The presets."},
+        {"name": "health", "description": "Liveness and readiness."},
+    )
+
+    def __init__(self, groups: Sequence[Routes], routes: Sequence[BaseRoute]) -> None:
+        """``groups``' routes, then ``routes`` (not in the document)."""
+        super().__init__(routes=[*(r for g in groups for r in g.routes), *routes])
+        # Starlette answers "/v1/games/x/log/" with an empty 307 to the path
+        # without the slash (and "/v1/games/" with one to POST-only
+        # "/v1/games"): a path that is not a route is a 404 Status body.
+        self.router.redirect_slashes = False
+        self.groups = tuple(groups)
+        self.openapi_schema: dict[str, Any] | None = None
+        #: The outermost layer of the stack (:func:`create_http_app` builds it).
+        self.entry: ASGIApp | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.entry is not None and scope["type"] == "http":
@@ -934,19 +992,22 @@ class RailyardAPI(FastAPI):
             await super().__call__(scope, receive, sending)
         finally:
             route = scope.get("route")
-            operation = getattr(route, "operation_id", None) or "unmatched"
+            operation = route.name if isinstance(route, Route) else "unmatched"
             self.state.game_app.metrics.http_call(operation, status, time.perf_counter() - begun)
 
     def openapi(self) -> dict[str, Any]:
         if self.openapi_schema:
             return self.openapi_schema
-        document = get_openapi(
-            title=self.title,
-            version=self.version,
-            description=self.description,
-            routes=self.routes,
-            tags=self.openapi_tags,
-        )
+        paths: dict[str, dict[str, Any]] = {}
+        for group in self.groups:
+            for path, method, described in group.operations:
+                paths.setdefault(path, {})[method] = described
+        document: dict[str, Any] = {
+            "openapi": "3.1.0",
+            "info": {"title": self.title, "description": self.description, "version": self.version},
+            "paths": paths,
+            "tags": list(self.openapi_tags),
+        }
         schemas = document.setdefault("components", {}).setdefault("schemas", {})
         schemas[APPLY_MOVE_BODY] = openapi.message_schema(
             pb.ApplyMoveRequest.DESCRIPTOR, omit={"game_id"}, limits=FIELD_LIMITS, wire_input=True
@@ -971,30 +1032,23 @@ class RailyardAPI(FastAPI):
         return self.openapi_schema
 
 
-def create_http_app(app: GameApp) -> FastAPI:
+def _openapi_document(request: Request) -> Response:
+    api = request.app
+    assert isinstance(api, RailyardAPI)
+    return JSONResponse(api.openapi())
+
+
+def create_http_app(app: GameApp) -> RailyardAPI:
     """The HTTP/JSON transport of ``app`` (serve it with any ASGI server)."""
     api = RailyardAPI(
-        title="Railyard",
-        version="v1",
-        description="Mexican Train dominoes as a service: the HTTP/JSON transport of "
-        "railyard.v1.GameService (canonical proto3 JSON). Errors are google.rpc.Status "
-        "bodies with one ErrorInfo.",
-        openapi_tags=[
-            {"name": "games", "description": "Create, view, play and watch games."},
-            {"name": "rulesets", "description": "The presets."},
-            {"name": "health", "description": "Liveness and readiness."},
+        # The games first: a request is matched against the routes in order
+        # (see games); the table at /, after every API route.
+        [games, rulesets, health],
+        [
+            Route(RailyardAPI.openapi_url, _openapi_document, methods=["GET"], name="OpenAPI"),
+            *docs.routes(RailyardAPI.title, RailyardAPI.openapi_url),
+            *web.routes,
         ],
-        redoc_url=None,
-        # service.transports.http.docs serves /docs from local files, not FastAPI's CDN page.
-        docs_url=None,
-        # Starlette answers "/v1/games/x/log/" with an empty 307 to the path
-        # without the slash (and "/v1/games/" with one to POST-only
-        # "/v1/games"): a path that is not a route is a 404 Status body.
-        redirect_slashes=False,
-        # The server spans are service.ops.tracing's (below), the calls are
-        # counted by serve() and unexpected errors logged by _on_unexpected:
-        # FastAPI's own telemetry would do each a second time.
-        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     api.state.game_app = app
     api.state.streams_closing = asyncio.Event()
@@ -1024,14 +1078,8 @@ def create_http_app(app: GameApp) -> FastAPI:
         )
     if entry is not api.serve:
         api.entry = entry
-    api.include_router(games)  # first: the app's routes are tried in order (see games)
-    docs.add_docs(api)
-    api.include_router(rulesets)
-    api.include_router(health)
-    api.include_router(web.router)  # the table at /, after every API route
     api.add_exception_handler(ServiceError, _on_service_error)
     api.add_exception_handler(ClientGoneError, _on_client_gone)
     api.add_exception_handler(StarletteHTTPException, _on_http_error)
-    api.add_exception_handler(RequestValidationError, _on_validation_error)
     api.add_exception_handler(Exception, _on_unexpected)
     return api

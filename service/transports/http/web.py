@@ -1,10 +1,8 @@
 """The web table: static files shipped in the package (``service/transports/http/web/``),
 served at ``/`` (index.html) and ``/web/<file>``.
 
-Read once at import, answered from memory by plain FastAPI routes. They sit
-after every API route, and the hot calls (ApplyMove, GetGame) never reach
-FastAPI's router at all (:meth:`service.transports.http.server.RailyardAPI.serve`), so
-the table costs the API nothing.
+Read once at import, answered from memory by plain routes. They sit after
+every API route, so the table costs the API's calls nothing.
 """
 
 from __future__ import annotations
@@ -12,9 +10,10 @@ from __future__ import annotations
 from importlib import resources
 from typing import Final
 
-from fastapi import APIRouter, Request
-from fastapi.responses import Response
 from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 _TYPES: Final = {
     ".html": "text/html; charset=utf-8",
@@ -41,8 +40,6 @@ def _load() -> dict[str, tuple[bytes, str]]:
 
 FILES: Final = _load()
 
-router = APIRouter(include_in_schema=False)
-
 
 def _file(name: str) -> Response:
     found = FILES.get(name)
@@ -62,12 +59,16 @@ def _file(name: str) -> Response:
     )
 
 
-@router.get("/", operation_id="WebTable")
-async def index() -> Response:
+async def index(request: Request) -> Response:
     """The table (a seat's token travels in the URL fragment, never to the server)."""
     return _file("index.html")
 
 
-@router.get("/web/{name}", operation_id="WebTableFile")
 async def web_file(request: Request) -> Response:
     return _file(str(request.path_params["name"]))
+
+
+routes: Final = [
+    Route("/", index, methods=["GET"], name="WebTable"),
+    Route("/web/{name}", web_file, methods=["GET"], name="WebTableFile"),
+]
