@@ -2,17 +2,21 @@
 # `docker run -p 8080:8080 -p 50051:50051 -e REDIS_URL=redis://redis:6379/0 railyard`.
 # Without REDIS_URL it serves from an in-process store (one replica, for trying it out).
 FROM python:3.11-slim AS build
-# A C compiler for the engine's mypyc build (setup.py); the image itself needs none.
+# A C compiler for the engine's mypyc build (engine/setup.py); the image itself needs none.
 RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY pyproject.toml setup.py README.md LICENSE requirements.lock ./
+COPY pyproject.toml README.md LICENSE requirements.lock ./
 COPY scripts/lock-constraints scripts/
 COPY engine engine
+COPY api api
 COPY service service
-# The versions CI tested: requirements.lock's pins as constraints.
+# The versions CI tested: requirements.lock's pins as constraints. The three
+# wheels of this repository (the engine compiled, the API, the service) and
+# what they need; the service's own two dependencies come from the first two.
 RUN python scripts/lock-constraints > constraints.txt \
- && PIP_CONSTRAINT=constraints.txt RAILYARD_MYPYC=1 pip wheel --no-cache-dir --constraint constraints.txt --wheel-dir /wheels .
+ && PIP_CONSTRAINT=constraints.txt RAILYARD_MYPYC=1 pip wheel --no-cache-dir \
+    --constraint constraints.txt --wheel-dir /wheels ./engine ./api/python .
 
 FROM python:3.11-slim
 RUN useradd --uid 10001 --no-create-home railyard

@@ -21,7 +21,8 @@ def _compiled_sources() -> frozenset[Path]:
     if not engine.native.COMPILED:
         return frozenset()
     modules = json.loads(engine.native.MANIFEST.read_text())["modules"]
-    return frozenset(_ROOT.joinpath(*m.split(".")).with_suffix(".py") for m in modules)
+    sources = _ROOT / "engine" / "src"
+    return frozenset(sources.joinpath(*m.split(".")).with_suffix(".py") for m in modules)
 
 
 _COMPILED = _compiled_sources()

@@ -30,7 +30,7 @@ import math  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 
-from service.api import game_service_pb2 as pb  # noqa: E402
+from railyard_api import game_service_pb2 as pb  # noqa: E402
 from service.app import Caller, GameApp  # noqa: E402
 from service.app.background import BackgroundPlayer  # noqa: E402
 from service.settings import Settings  # noqa: E402

@@ -104,23 +104,34 @@ def _service_work(players: int) -> Callable[[Sequence[str]], int]:
     return run
 
 
-def child(work: str, games: int, seed: str, players: int) -> Reading:
-    """Run in this process (the build its import chose); warm up, then time."""
+def child(work: str, games: int, seed: str, players: int, warmup_s: float = 0.0) -> Reading:
+    """Run in this process (the build its import chose); warm up (5 seeds, and
+    on until ``warmup_s`` CPU-seconds have gone), then time."""
     import engine.native
 
     run = _work(work, players)
-    run([f"{seed}-warm-{i}" for i in range(5)])
+    warm = 0
+    start = time.process_time()
+    while warm < 5 or time.process_time() - start < warmup_s:
+        run([f"{seed}-warm-{warm + i}" for i in range(5)])
+        warm += 5
     seeds = [f"{seed}-{i}" for i in range(games)]
     start = time.process_time()
     count = run(seeds)
     return Reading(count, time.process_time() - start, engine.native.DESCRIPTION)
 
 
-def measure(build: str, work: str, games: int, seed: str, players: int = 4) -> Reading:
-    """``work`` over ``games`` seeds in a child process running ``build``."""
-    env = {**os.environ, "RAILYARD_ENGINE": build, "PYTHONPATH": str(ROOT)}
+def measure(
+    build: str, work: str, games: int, seed: str, players: int = 4, warmup_s: float = 0.0
+) -> Reading:
+    """``work`` over ``games`` seeds in a child process running ``build``,
+    after a warm-up of at least ``warmup_s`` CPU-seconds."""
+    # The repository root first (for ``bench``), then whatever the caller set.
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "RAILYARD_ENGINE": build, "PYTHONPATH": path}
     command = [sys.executable, str(_HERE / "builds.py"), "--child", work]
     command += ["--games", str(games), "--seed", seed, "--players", str(players)]
+    command += ["--warmup-seconds", str(warmup_s)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"builds: the {build} child failed: {done.stderr.strip()}")
@@ -143,9 +154,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--child", metavar="WORK", help=argparse.SUPPRESS)
     parser.add_argument("--seed", default="builds", help=argparse.SUPPRESS)
+    parser.add_argument("--warmup-seconds", type=float, default=0.0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        reading = child(args.child, args.games, args.seed, args.players)
+        reading = child(args.child, args.games, args.seed, args.players, args.warmup_seconds)
         print(
             json.dumps({"count": reading.count, "cpu_s": reading.cpu_s, "engine": reading.engine})
         )

@@ -1,6 +1,6 @@
 """grpcio's two servers side by side: server CPU per call for the same unary call.
 
-    .venv/bin/python bench/grpc_transports.py [--pairs 5] [--seconds 5] [--clients 50]
+    .venv/bin/python bench/grpc_transports.py [--pairs 5] [--seconds 5] [--clients 50] [--no-pin]
 
 What each of grpcio's servers costs a call by itself: both answer
 ``/railyard.v1.GameService/ApplyMove`` with the same canned 1,500 bytes from
@@ -18,7 +18,13 @@ the service's channel arguments (``service.transports.grpc.server.channel_option
 
 Each pair measures both on fresh processes, the order alternated every pair
 (the machine drifts); the ratio is aio over threaded, per pair, then its
-median and range. docs/adr/0002-grpc-on-grpcio.md records the readings.
+median and range. The server is pinned to one CPU with ``taskset`` and the
+client processes to the others, as ``bench/service.py`` pins its service
+and load (``--no-pin`` to leave scheduling alone): unpinned, the threaded
+server's pool threads share both cores with the clients, and its CPU a call
+read more than twice what it reads pinned (0.376 ms against 0.145, in the
+issue that added the pinning).
+docs/adr/0002-grpc-on-grpcio.md records the readings.
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ from typing import Any  # noqa: E402
 import grpc  # noqa: E402
 
 from bench.builds import ratio_line  # noqa: E402
-from bench.service import cpu_seconds, free_port  # noqa: E402
+from bench.service import Pinning, cpu_seconds, free_port, pinning  # noqa: E402
 
 SERVICE: Final = "railyard.v1.GameService"
 METHOD: Final = f"/{SERVICE}/ApplyMove"
@@ -135,7 +141,16 @@ async def _clients(port: int, clients: int, begin: float, seconds: float) -> int
     return answered
 
 
-def _load(port: int, clients: int, begin: float, seconds: float, out: Queue[int]) -> None:
+def _load(
+    port: int,
+    clients: int,
+    begin: float,
+    seconds: float,
+    out: Queue[int],
+    cpus: set[int] | None,
+) -> None:
+    if cpus is not None:
+        os.sched_setaffinity(0, cpus)  # as ``taskset -c`` would (Pinning.other)
     out.put(asyncio.run(_clients(port, clients, begin, seconds)))
 
 
@@ -149,18 +164,23 @@ class Reading:
         return 1000 * self.cpu_s / self.calls if self.calls else float("nan")
 
 
-def measure(kind: str, clients: int, seconds: float, warmup: float = 1.0) -> Reading:
-    """A fresh server of ``kind`` under two load processes; its CPU over
-    the calls answered from ``warmup`` s on."""
+def measure(kind: str, clients: int, seconds: float, pin: Pinning, warmup: float = 1.0) -> Reading:
+    """A fresh server of ``kind`` (pinned as ``pin`` says) under two load
+    processes (pinned to the other CPUs); its CPU over the calls answered
+    from ``warmup`` s on."""
     port = free_port()
-    server = subprocess.Popen([sys.executable, __file__, "--serve", kind, "--port", str(port)])
+    server = subprocess.Popen(
+        [*pin.server, sys.executable, __file__, "--serve", kind, "--port", str(port)]
+    )
     try:
         context = multiprocessing.get_context("spawn")
         out: Queue[int] = context.Queue()
         begin = time.time() + 3 + warmup  # the channels connect meanwhile
         halves = (clients + 1) // 2, clients // 2
         loads = [
-            context.Process(target=_load, args=(port, n, begin, seconds, out)) for n in halves if n
+            context.Process(target=_load, args=(port, n, begin, seconds, out, pin.other_cpus))
+            for n in halves
+            if n
         ]
         for load in loads:
             load.start()
@@ -182,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--no-pin", action="store_true", help="no taskset CPU pinning")
     parser.add_argument("--serve", choices=SERVERS, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -190,16 +211,19 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.pairs < 1 or args.clients < 1 or args.seconds <= 0:
         parser.error("--pairs and --clients must be at least 1, --seconds above 0")
+    pin = pinning(not args.no_pin)
+    if pin.server:
+        pin.text = f"the server pinned to CPU {pin.server[-1]}, the clients to CPU {pin.other[-1]}"
     print(
         f"grpcio's servers, server CPU per call, {args.clients} clients, "
-        f"{args.pairs} rotated rounds of {args.seconds:g} s ({os.cpu_count()} CPUs)"
+        f"{args.pairs} rotated rounds of {args.seconds:g} s ({os.cpu_count()} CPUs); {pin.text}"
     )
     readings: dict[str, list[Reading]] = {kind: [] for kind in SERVERS}
     for round_ in range(args.pairs):
         order = SERVERS if round_ % 2 == 0 else SERVERS[::-1]
         line = []
         for kind in order:
-            reading = measure(kind, args.clients, args.seconds)
+            reading = measure(kind, args.clients, args.seconds, pin)
             readings[kind].append(reading)
             line.append(
                 f"{kind} {reading.ms_per_call:.3f} ms ({reading.calls / args.seconds:,.0f}/s)"

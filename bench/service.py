@@ -110,9 +110,9 @@ import redis  # noqa: E402
 from google.protobuf import json_format  # noqa: E402
 
 import engine  # noqa: E402
-from service.api import game_service_pb2 as pb  # noqa: E402
-from service.api import game_service_pb2_grpc as pb_grpc  # noqa: E402
-from service.app import convert  # noqa: E402
+from railyard_api import convert  # noqa: E402
+from railyard_api import game_service_pb2 as pb  # noqa: E402
+from railyard_api import game_service_pb2_grpc as pb_grpc  # noqa: E402
 
 #: Issue 23's targets: p99 at 50 clients on both transports; server CPU a
 #: gRPC move.

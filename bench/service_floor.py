@@ -48,7 +48,7 @@ from starlette.requests import Request  # noqa: E402
 from starlette.responses import JSONResponse, Response  # noqa: E402
 from starlette.routing import Route  # noqa: E402
 
-from service.api import game_service_pb2 as pb  # noqa: E402
+from railyard_api import game_service_pb2 as pb  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from service.store import Commit, StoredEvent  # noqa: E402
 from service.store.redis import RedisStore  # noqa: E402

@@ -47,8 +47,8 @@ from opentelemetry.sdk.trace.export import (  # noqa: E402
 )
 from starlette.types import Message as ASGIMessage  # noqa: E402
 
-from service.api import game_service_pb2 as pb  # noqa: E402
-from service.api import game_service_pb2_grpc as pb_grpc  # noqa: E402
+from railyard_api import game_service_pb2 as pb  # noqa: E402
+from railyard_api import game_service_pb2_grpc as pb_grpc  # noqa: E402
 from service.app import GameApp  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from service.store import Store  # noqa: E402

@@ -45,8 +45,8 @@ import time  # noqa: E402
 import grpc  # noqa: E402
 import httpx  # noqa: E402
 
-from service.api import game_service_pb2 as pb  # noqa: E402
-from service.api import game_service_pb2_grpc as pb_grpc  # noqa: E402
+from railyard_api import game_service_pb2 as pb  # noqa: E402
+from railyard_api import game_service_pb2_grpc as pb_grpc  # noqa: E402
 from tests.redis_harness import RedisServer  # noqa: E402
 
 RAILYARD: Final = Path(sys.executable).with_name("railyard")

@@ -3,17 +3,15 @@
 * ``railyard serve``: the service (gRPC and HTTP), configured by flags and
   environment (flags win): ``--grpc-port``/``RAILYARD_GRPC_PORT``,
   ``--http-port``/``RAILYARD_HTTP_PORT``, ``--redis-url``/``REDIS_URL`` ...
-* ``railyard play`` (the default): a game in the terminal against bots,
-  played through the gRPC API, against ``--server`` or, without one, a
-  service started in this process on free ports.
 * ``railyard arena``: bots against bots on the engine alone (no service),
   e.g. ``railyard arena --bots expert,greedy,greedy,greedy --games 100
   --jobs 2``; prints per bot level the rounds won share with its 95%
   interval, the mean round score and game total, and decision times
   (``engine/arena.py`` says how each figure is computed).
 
-Load tests are a client's work: ``railyard-loadtest``, from the Python client
-(``railyard_client.loadtest``).
+Playing in the terminal and load tests are a client's work:
+``railyard-play`` and ``railyard-loadtest``, from the Python client
+(``railyard_client.play``, ``railyard_client.loadtest``).
 """
 
 from __future__ import annotations
@@ -28,15 +26,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from typing import Any
 
-import grpc
 from pydantic import ValidationError
 
 import engine
-from service.api import game_service_pb2 as pb
-from service.api import game_service_pb2_grpc as pb_grpc
 from service.settings import Settings
 
-Read = Callable[[str], str]
 Write = Callable[[str], None]
 
 
@@ -111,232 +105,6 @@ def _serve(args: argparse.Namespace) -> int:
         logging.getLogger("railyard").error("cannot start: %s", exc)
         return 1
     return 0
-
-
-# ------------------------------------------------------------------ play
-
-
-def _tile(t: pb.Tile) -> str:
-    return f"{t.a}-{t.b}"
-
-
-def _ref(r: pb.TrainRef) -> str:
-    return str(_engine_ref(r))
-
-
-def _engine_ref(r: pb.TrainRef) -> engine.TrainRef:
-    target = r.WhichOneof("target")
-    if target == "mexican":
-        return engine.TrainRef(engine.TrainKind.MEXICAN, r.mexican, r.end)
-    if target == "line":
-        return engine.TrainRef(engine.TrainKind.LINE, 0, r.end)
-    return engine.TrainRef(engine.TrainKind.SEAT, r.seat, r.end)
-
-
-#: What a game calls the double its trains start from (MT-ENG-1), where it
-#: is not the engine: Chicken Foot's station (CL-CF-1).
-_CENTRE: dict[int, str] = {pb.GAME_CHICKEN_FOOT: "station"}
-
-
-def _centre(ruleset: pb.Ruleset) -> str:
-    return _CENTRE.get(ruleset.game, "engine")
-
-
-def _examples(view: pb.GameView) -> str:
-    """Move texts of the game's own kinds (API.md), for the prompt."""
-    if view.HasField("line"):
-        return "3-5@l1, draw"
-    if any(t.ref.WhichOneof("target") == "seat" for t in view.trains):
-        return "5-12@p0, 12-12@m0, draw"
-    return "0-9@m2, 4-7@m0.2, draw"  # shared lines only (CL-CF-1)
-
-
-def render(view: pb.GameView) -> str:
-    """A plain-text picture of a seat's view."""
-    names = [p.display_name for p in view.players]
-    # Without personal trains the Mexican trains are the station's lines,
-    # open to everyone (CL-CF-1): named as lines, not as the Mexican train.
-    shared = "Mexican" if any(t.ref.WhichOneof("target") == "seat" for t in view.trains) else "line"
-    if view.HasField("line"):  # a classic game: hands to a target score
-        lines = [
-            f"Hand {view.round}, to {view.target_score} points  "
-            f"boneyard {view.boneyard_count}  version {view.version}"
-        ]
-        tiles = " ".join(f"{t.a}|{t.b}" for t in view.line.tiles) or "(empty: open it)"
-        ends = " and ".join(map(str, view.line.open_ends)) or "-"
-        lines.append(f"  line: {tiles}  ends {ends} (l0 left, l1 right)")
-        for number, team in enumerate(view.teams):
-            members = " + ".join(names[s] for s in team.seats)
-            lines.append(f"  team {number}: {members}, {team.score} pts")
-    else:
-        lines = [
-            f"Round {view.round}/{view.rounds_total}  {_centre(view.ruleset)} "
-            f"{_tile(view.engine)}  "
-            f"boneyard {view.boneyard_count}  version {view.version}"
-        ]
-    for train in view.trains:
-        ref = train.ref
-        owner = shared if ref.WhichOneof("target") == "mexican" else names[ref.seat]
-        tiles = " ".join(f"{t.a}|{t.b}" for t in train.tiles) or "(empty)"
-        ends = ",".join(map(str, train.open_ends))
-        marker = "  [marker]" if train.marker else ""
-        lines.append(f"  {_ref(ref):<5}{owner:<10} {tiles}  -> {ends}{marker}")
-        for branch in train.branches[1:]:  # MT-DBL-7: a foot's branches, each its own end
-            tiles = " ".join(f"{t.a}|{t.b}" for t in branch.tiles)
-            end = f"  -> {branch.open_end}" if branch.HasField("open_end") else ""
-            lines.append(f"         .{branch.end} from .{branch.parent_end}: {tiles}{end}")
-    for double in view.open_doubles:
-        lines.append(f"  open double {double.value}-{double.value} on {_ref(double.train)}")
-    lines.append(
-        "  "
-        + "  ".join(f"{p.display_name}: {p.hand_count} tiles, {p.score} pts" for p in view.players)
-    )
-    if view.HasField("viewer_seat"):
-        lines.append("Your hand: " + " ".join(_tile(t) for t in view.hand))
-    return "\n".join(lines)
-
-
-def describe(event: pb.GameEvent, names: Sequence[str], centre: str = "engine") -> str | None:
-    """One line for a person, or None for events not worth a line; ``centre``
-    is what the game calls a round's double (:func:`_centre`)."""
-    kind = event.WhichOneof("kind")
-    if kind == "tile_played":
-        e = event.tile_played
-        return f"{names[e.seat]} played {_tile(e.tile)} on {_ref(e.train)}"
-    if kind == "tile_drawn":
-        d = event.tile_drawn
-        tile = f" {_tile(d.tile)}" if d.HasField("tile") else " a tile"
-        why = " (knock penalty)" if d.reason == pb.DRAW_REASON_PENALTY else ""
-        return f"{names[d.seat]} drew{tile}{why}"
-    if kind == "passed":
-        return f"{names[event.passed.seat]} passed"
-    if kind == "marker_placed":
-        return f"{names[event.marker_placed.seat]}'s train is open (marker on)"
-    if kind == "double_satisfied":
-        d2 = event.double_satisfied
-        return f"double {d2.value}-{d2.value} is " + ("dead" if d2.dead else "satisfied")
-    if kind == "turn_timed_out":
-        return f"{names[event.turn_timed_out.seat]} ran out of time: the service plays the turn"
-    if kind == "points_scored":
-        p = event.points_scored
-        why = pb.PointsReason.Name(p.reason).removeprefix("POINTS_REASON_").lower()
-        return f"{names[p.seat]} scores {p.points} ({why.replace('_', ' ')})"
-    if kind == "round_started":
-        r = event.round_started
-        if not r.HasField("engine"):
-            return f"Hand {r.round} is dealt; to open: {names[r.starter]}"
-        return f"Round {r.round} starts: {centre} {_tile(r.engine)}, {names[r.starter]} starts"
-    if kind == "round_ended":
-        e2 = event.round_ended
-        how = "domino" if e2.reason == pb.ROUND_END_REASON_DOMINO else "blocked"
-        won = f", won by {names[e2.winner]}" if e2.HasField("winner") else ""
-        return f"Round {e2.round} ends ({how}{won}); scores {list(e2.scores)}"
-    if kind == "game_ended":
-        g = event.game_ended
-        won = ", ".join(names[s] for s in g.winners)
-        return f"Game over. Totals {list(g.totals)}; winner: {won}; seed {g.seed!r}"
-    return None
-
-
-async def _play_game(
-    stub: pb_grpc.GameServiceAsyncStub, args: argparse.Namespace, read: Read, write: Write
-) -> int:
-    bot = pb.BotLevel.Value(f"BOT_LEVEL_{args.bots.upper()}")
-    players = [
-        pb.Player(display_name="You")
-        if s == args.seat
-        else pb.Player(display_name=f"Bot {s}", bot=bot)
-        for s in range(args.players)
-    ]
-    ruleset = pb.Ruleset()
-    if args.preset:
-        ruleset.preset = args.preset
-    if args.game:
-        ruleset.game = pb.Game.Value(f"GAME_{args.game.upper()}")
-    if args.rounds:
-        ruleset.rounds = args.rounds
-    try:
-        created = await stub.CreateGame(
-            pb.CreateGameRequest(ruleset=ruleset, players=players, seed=args.seed)
-        )
-    except grpc.aio.AioRpcError as exc:
-        write(f"error: {exc.details()}")
-        return 2
-    game_id = created.game.game_id
-    token = next(s.token for s in created.seats if s.seat == args.seat)
-    auth = (("authorization", f"Bearer {token}"),)
-    names = [p.display_name for p in created.game.players]
-    centre = _centre(created.game.ruleset)
-    write(
-        f"Game {game_id}: {created.game.ruleset.preset} rules, {args.players} players. "
-        f"Type a move number, a move's text ({_examples(created.game)}), or q."
-    )
-    log = await stub.GetGameLog(pb.GetGameLogRequest(game_id=game_id))
-    for event in log.events:
-        line = describe(event, names, centre)
-        if line:
-            write(f"  {line}")
-    loop = asyncio.get_running_loop()
-    while True:
-        view = await stub.GetGame(pb.GetGameRequest(game_id=game_id), metadata=auth)
-        if view.status == pb.GAME_STATUS_FINISHED:
-            return 0
-        legal = await stub.ListLegalMoves(pb.ListLegalMovesRequest(game_id=game_id), metadata=auth)
-        write("")
-        write(render(view))
-        write("Moves: " + "  ".join(f"[{i}] {m.notation}" for i, m in enumerate(legal.moves)))
-        try:
-            answer = (await loop.run_in_executor(None, read, "> ")).strip()
-        except EOFError:
-            write("bye")
-            return 0
-        if answer in ("q", "quit", "exit"):
-            write("bye")
-            return 0
-        try:
-            if answer.isdigit() and int(answer) < len(legal.moves):
-                move = legal.moves[int(answer)].move
-            else:
-                from service.app.convert import move_to_proto
-
-                move = move_to_proto(engine.Move.parse(answer))
-        except engine.RailyardError as exc:
-            write(f"  not that: {exc}")
-            continue
-        try:
-            applied = await stub.ApplyMove(
-                pb.ApplyMoveRequest(game_id=game_id, move=move, expected_version=legal.version),
-                metadata=auth,
-            )
-        except grpc.aio.AioRpcError as exc:
-            write(f"  not that: {exc.details()}")
-            continue
-        for event in applied.events:
-            line = describe(event, names, centre)
-            if line:
-                write(f"  {line}")
-
-
-async def _play_async(args: argparse.Namespace, read: Read, write: Write) -> int:
-    if args.server:
-        async with grpc.aio.insecure_channel(args.server) as channel:
-            return await _play_game(pb_grpc.GameServiceStub(channel), args, read, write)
-    # No server given: start the service in this process (memory store).
-    from service.app import GameApp
-    from service.store.memory import MemoryStore
-    from service.transports.grpc.server import create_grpc_server
-
-    server, port = create_grpc_server(GameApp(MemoryStore()), "127.0.0.1", 0)
-    await server.start()
-    try:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-            return await _play_game(pb_grpc.GameServiceStub(channel), args, read, write)
-    finally:
-        await server.stop(None)
-
-
-def play(args: argparse.Namespace, read: Read = input, write: Write = print) -> int:
-    return asyncio.run(_play_async(args, read, write))
 
 
 # ------------------------------------------------------------------ arena
@@ -450,26 +218,6 @@ def _arena_options(target: argparse.ArgumentParser) -> None:
 
 
 # ------------------------------------------------------------------ main
-
-
-def _play_options(target: argparse.ArgumentParser) -> None:
-    target.add_argument(
-        "--players", type=int, default=4, help="2 to what the game seats (default 4)"
-    )
-    target.add_argument(
-        "--game",
-        default="",
-        choices=sorted(engine.GAMES),
-        help="the game, played by its own preset (default: the preset's game)",
-    )
-    target.add_argument(
-        "--preset", default="", choices=sorted(engine.PRESETS), help="default: standard"
-    )
-    target.add_argument("--rounds", type=int, default=0, help="play only the first N rounds")
-    target.add_argument("--seed", default="", help="deal seed (default: random)")
-    target.add_argument("--seat", type=int, default=0, help="your seat (default 0)")
-    target.add_argument("--bots", default="random", choices=["random", "greedy", "expert"])
-    target.add_argument("--server", default="", help="host:port of a running gRPC service")
 
 
 def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -659,17 +407,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="PEM CA certificates: mutual TLS, clients must present a certificate they "
         "signed (RAILYARD_TLS_CLIENT_CA)",
     )
-    _play_options(sub.add_parser("play", help="play in the terminal against bots (default)"))
     _arena_options(sub.add_parser("arena", help="bots against bots on the engine alone"))
-    _play_options(parser)
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args)
     if args.command == "arena":
         return _arena(args)
-    if not 0 <= args.seat < args.players:
-        parser.error(f"--seat must be from 0 to {args.players - 1}")
-    return play(args)
+    parser.print_help()
+    return 2
 
 
 if __name__ == "__main__":

@@ -50,8 +50,8 @@ class Settings(BaseSettings):
     #: Open WatchGame streams per process, both transports together; one more
     #: is refused before it starts (RESOURCE_EXHAUSTED TOO_MANY_WATCHERS, HTTP
     #: 429 with Retry-After). Watchers cost Redis nothing per stream now (one
-    #: subscriber connection per process); each costs the process 40-55 KiB
-    #: (bench/watchers.py: 2,000 SSE streams took 104 MiB), a socket, and a
+    #: subscriber connection per process); each costs the process tens of KiB
+    #: (measured with bench/watchers.py: docs/performance.md), a socket, and a
     #: store read per keep-alive period. 2,000 fit the 512 MiB, one-CPU
     #: replica of deploy/k8s with room for its requests, under a 4,096
     #: open-files limit; lower it where the limit is 1,024.

@@ -44,9 +44,19 @@ def pinned_version(pin: Requirement) -> str:
     return spec.version
 
 
+#: This repository's own distributions: scripts/bootstrap installs them from
+#: their folders, and `make lock` leaves them out of the lock.
+OURS: frozenset[NormalizedName] = frozenset(
+    canonicalize_name(name)
+    for name in ("railyard", "railyard-engine", "railyard-api", "railyard-client")
+)
+
+
 def project_requirements(pyproject: Path = PYPROJECT) -> list[Requirement]:
     """pyproject.toml's runtime dependencies and its dev extra, which
-    scripts/bootstrap installs (through the lock)."""
+    scripts/bootstrap installs (through the lock), but for this repository's
+    own packages (:data:`OURS`)."""
     project = tomllib.loads(pyproject.read_text())["project"]
-    texts = [*project["dependencies"], *project["optional-dependencies"]["dev"]]
-    return [Requirement(text) for text in texts]
+    texts = [*project["dependencies"], *project.get("optional-dependencies", {}).get("dev", [])]
+    found = [Requirement(text) for text in texts]
+    return [r for r in found if canonicalize_name(r.name) not in OURS]

@@ -11,8 +11,8 @@ import grpc
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from service.api import game_service_pb2 as pb
-from service.api import game_service_pb2_grpc as pb_grpc
+from railyard_api import game_service_pb2 as pb
+from railyard_api import game_service_pb2_grpc as pb_grpc
 from service.app import GameApp
 from service.settings import Settings
 from service.store import Store

@@ -26,8 +26,8 @@ import grpc
 import httpx
 
 import engine
-from service.api import game_service_pb2 as pb
-from service.api import game_service_pb2_grpc as pb_grpc
+from railyard_api import game_service_pb2 as pb
+from railyard_api import game_service_pb2_grpc as pb_grpc
 from tests.redis_harness import RedisServer
 from tests.service_helpers import bearer, expect_error
 from tests.test_service_resilience import ERROR_INFO, serve

@@ -25,8 +25,9 @@ import orjson
 import pytest
 
 import engine
-from service.api import game_service_pb2 as pb
-from service.app import Caller, GameApp, convert
+from railyard_api import convert
+from railyard_api import game_service_pb2 as pb
+from service.app import Caller, GameApp
 from service.app.background import BackgroundPlayer
 from service.app.errors import ServiceError
 from service.settings import Settings

@@ -21,7 +21,6 @@ import subprocess
 import sys
 import threading
 import time
-import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,8 +28,10 @@ from typing import Any
 import grpc
 import pytest
 from google.protobuf import json_format
-from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+
+import engine
+from engine.shuffle import shuffle as engine_shuffle
 from railyard_client import (
     AsyncClient,
     Client,
@@ -41,16 +42,15 @@ from railyard_client import (
     verify_game,
 )
 from railyard_client import verify as client_verify
-
-import engine
-from engine.shuffle import shuffle as engine_shuffle
-from tests.lockfile import locked_pins, pinned_version
+from tests.lockfile import locked_pins, pinned_version, project_requirements
 from tests.test_client_js import node
 from tests.test_service_resilience import Serve, serve
 
 ROOT = Path(__file__).resolve().parents[1]
 CLIENT = ROOT / "clients" / "python"
-VECTORS = ROOT.parent / "shared" / "vectors" / "shuffle.json"
+#: The copy of ../shared/vectors/shuffle.json that ships with the tests
+#: (tests/test_shuffle.py keeps it current), so a clone runs them too.
+VECTORS = ROOT / "tests" / "fixtures" / "shuffle.json"
 BOT = Path(sys.executable).with_name("railyard-bot")
 TRANSPORTS = ("http", "grpc")
 #: A short game: double-6, hands of 7, one round (MT-SET-1, MT-RND-1).
@@ -515,7 +515,6 @@ def three_shuffles(cases: list[dict[str, Any]]) -> tuple[list[list[str]], ...]:
     return python, by_engine, run_js(JS_SHUFFLE, cases)
 
 
-@pytest.mark.skipif(not VECTORS.exists(), reason="../shared is not beside this checkout")
 def test_mt_fair_1_shared_vectors_in_three_implementations() -> None:
     cases = json.loads(VECTORS.read_text())["cases"]
     python, by_engine, js = three_shuffles(cases)
@@ -623,6 +622,63 @@ def test_railyard_bot_needs_a_level_or_a_module() -> None:
     assert "--level" in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("transport", "flag"),
+    [
+        ("http", ""),
+        ("grpc", ""),
+        ("http", "--verbose"),
+        ("grpc", "--verbose"),
+        ("http", "--quiet"),
+    ],
+)
+def test_railyard_bot_says_two_lines_unless_asked(
+    replicas: list[Serve], transport: str, flag: str
+) -> None:
+    """By default a start line and the result, and none of httpx's line per
+    request; --verbose adds a line per move and per call (httpx's over HTTP,
+    the gRPC transport's own over gRPC); --quiet says nothing."""
+    url = endpoint(replicas[0], transport)
+    with Client(url) as client:
+        created = client.create_game(
+            [pb.Player(display_name="Ann"), pb.Player(display_name="Bot", bot=pb.BOT_LEVEL_GREEDY)],
+            SHORT,
+        )
+    done = subprocess.run(
+        [
+            str(BOT),
+            "--url",
+            url,
+            "--game",
+            created.game.game_id,
+            f"--token={tokens_of(created)[0]}",
+            "--module",
+            "railyard_client.bot:heaviest",
+            *([flag] if flag else []),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    lines = output.splitlines()
+    if flag == "--quiet":
+        assert lines == []
+        return
+    assert f"game {created.game.game_id}: playing its seat" in lines[0], output
+    assert "over at version" in lines[-1], output
+    if not flag:
+        assert len(lines) == 2, output
+        return
+    assert any(" plays " in line for line in lines), output
+    if transport == "http":
+        assert any("HTTP Request: POST" in line and "/moves" in line for line in lines), output
+    else:
+        assert any("gRPC call:" in line and "ApplyMove OK" in line for line in lines), output
+
+
 # ------------------------------------------------------------------ packaging
 
 
@@ -631,32 +687,11 @@ def test_client_requirements_are_locked_within_their_bounds() -> None:
     hold what it needs."""
     pins = locked_pins()
     wrong = []
-    client = tomllib.loads((CLIENT / "pyproject.toml").read_text())["project"]
-    for requirement in map(Requirement, client["dependencies"]):
+    for requirement in project_requirements(CLIENT / "pyproject.toml"):
         pin = pins.get(canonicalize_name(requirement.name))
         if pin is None or not requirement.specifier.contains(pinned_version(pin)):
             wrong.append(str(requirement))
     assert wrong == []
-
-
-def test_client_stubs_are_current(tmp_path: Path) -> None:
-    """The client's generated code is what scripts/gen-proto writes, under its
-    own package name (it imports nothing of the service)."""
-    bin_dir = Path(sys.executable).parent
-    out = tmp_path / "api"
-    subprocess.run(
-        [str(ROOT / "scripts" / "gen-proto"), str(out), "railyard_client.api"],
-        cwd=ROOT,
-        env={"BIN": str(bin_dir), "PATH": f"{bin_dir}:/usr/bin:/bin"},
-        check=True,
-        capture_output=True,
-    )
-    committed = CLIENT / "railyard_client" / "api"
-    for path in out.iterdir():
-        assert path.read_bytes() == (committed / path.name).read_bytes(), path.name
-    for path in (CLIENT / "railyard_client").rglob("*.py"):
-        if path.name != "engine_view.py":  # --level's adapter, imported only with the engine
-            assert not re.search(r"^\s*(from|import) service", path.read_text(), re.M), path
 
 
 @pytest.mark.parametrize(
@@ -666,9 +701,9 @@ def test_bot_levels_see_the_engine_view_the_service_sent(preset: str) -> None:
     """railyard-bot --level rebuilds the engine's view from the wire view
     (railyard_client.engine_view): at every position of a game, for the
     seat to move, it equals the view the service built (MT-VIS-1/2)."""
+    from railyard_api import convert
+    from railyard_api.convert import move_to_proto, view_to_proto
     from railyard_client import engine_view
-
-    from service.app.convert import move_to_proto, view_to_proto
 
     game = engine.new_game(engine.preset(preset), 3, f"wire-{preset}")
     choose = engine_view.chooser("greedy")
@@ -678,7 +713,7 @@ def test_bot_levels_see_the_engine_view_the_service_sent(preset: str) -> None:
         wire = pb.GameView.FromString(
             view_to_proto(view, "g", ["a", "b", "c"], [0, 0, 0]).SerializeToString()
         )
-        assert engine_view.to_engine(wire) == view
+        assert convert.view_from_proto(wire) == view
         legal = game.legal_moves()
         expected = engine.bots.choose("greedy", view, legal)
         offered = [

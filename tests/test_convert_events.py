@@ -9,8 +9,8 @@ from collections import Counter
 import pytest
 
 import engine
-from service.api import game_service_pb2 as pb
-from service.app import convert
+from railyard_api import convert
+from railyard_api import game_service_pb2 as pb
 from tests.presets import is_line_game, players_for
 
 _DRAW_REASONS = {v: k for k, v in convert._DRAW_REASON.items()}

@@ -17,8 +17,9 @@ import pytest
 from google.protobuf import json_format
 
 import engine
-from service.api import game_service_pb2 as pb
-from service.app import Caller, GameApp, convert
+from railyard_api import convert
+from railyard_api import game_service_pb2 as pb
+from service.app import Caller, GameApp
 from service.store.memory import MemoryStore
 from service.transports.http.jsonwire import to_dict
 from service.transports.http.server import create_http_app

@@ -1,4 +1,4 @@
-"""The optional compiled engine (setup.py, scripts/build-engine, engine.native).
+"""The optional compiled engine (engine/setup.py, scripts/build-engine, engine.native).
 
 ``make unit`` runs the engine's tests twice: against the build in the tree
 (compiled when a C compiler is there) and with ``RAILYARD_ENGINE=pure``.
@@ -58,17 +58,24 @@ def test_this_pass_runs_the_engine_it_says() -> None:
     assert engine.native.COMPILED, engine.native.DESCRIPTION
     assert files["engine.games.mexican_train.game"].endswith(tuple(engine.native._SUFFIXES))
     assert files["engine.games.line.game"].endswith(tuple(engine.native._SUFFIXES))
-    assert files["engine.errors"].endswith(".py")  # left interpreted (setup.py)
+    assert files["engine.errors"].endswith(".py")  # left interpreted (engine/setup.py)
     assert files["engine.checks"].endswith(".py")
 
 
 @pytest.fixture(scope="module")
 def built_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the tree's compiled engine (sources, compiled files, manifest)."""
-    if not engine.native.MANIFEST.exists():
-        pytest.skip("no compiled build in the tree (no C compiler here)")
+    # `make` builds it wherever a C compiler is: fail, saying so, rather than skip.
+    assert engine.native.MANIFEST.exists(), (
+        "no compiled engine in the tree: `make` compiles it with mypyc when a C compiler is "
+        "there (scripts/build-engine); install one (gcc) or set CC, then run `make engine`"
+    )
     where = tmp_path_factory.mktemp("built")
-    shutil.copytree(ROOT / "engine", where / "engine", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "engine" / "src" / "engine",
+        where / "engine",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     return where
 
 
@@ -110,21 +117,24 @@ def test_pure_is_chosen_by_the_environment(built_copy: Path) -> None:
     assert "RAILYARD_ENGINE is auto, pure or compiled, not 'fast'" in bad.stderr
 
 
-def _source_tree(where: Path) -> Path:
+def _source_tree(where: Path, *folders: str) -> Path:
+    """A copy of the sources of ``folders`` (engine/, the service's files) at
+    ``where``, without a build."""
     where.mkdir(parents=True, exist_ok=True)
-    for name in ("setup.py", "pyproject.toml", "README.md", "LICENSE"):
-        shutil.copy(ROOT / name, where / name)
-    for package in ("engine", "service"):
-        shutil.copytree(
-            ROOT / package,
-            where / package,
-            ignore=shutil.ignore_patterns("__pycache__", "*.so", "compiled.json"),
-        )
+    for name in folders:
+        if (ROOT / name).is_dir():
+            shutil.copytree(
+                ROOT / name,
+                where / name,
+                ignore=shutil.ignore_patterns("__pycache__", "*.so", "compiled.json"),
+            )
+        else:
+            shutil.copy(ROOT / name, where / name)
     return where
 
 
 def test_without_a_compiler_the_build_is_pure_python(tmp_path: Path) -> None:
-    tree = _source_tree(tmp_path)
+    tree = _source_tree(tmp_path, "engine") / "engine"
     env = {**os.environ, "CC": str(tmp_path / "no-such-cc")}
     build = [_PY, "setup.py", "--quiet", "build_ext", "--inplace"]
     auto = subprocess.run(
@@ -133,7 +143,7 @@ def test_without_a_compiler_the_build_is_pure_python(tmp_path: Path) -> None:
     assert auto.returncode == 0, auto.stderr
     assert "no C compiler found: the engine is pure Python" in auto.stderr
     assert not list(tree.rglob("*.so"))
-    assert not (tree / "engine" / "compiled.json").exists()
+    assert not (tree / "src" / "engine" / "compiled.json").exists()
     forced = subprocess.run(
         build, cwd=tree, env={**env, "RAILYARD_MYPYC": "1"}, capture_output=True, text=True
     )
@@ -141,10 +151,7 @@ def test_without_a_compiler_the_build_is_pure_python(tmp_path: Path) -> None:
     assert "RAILYARD_MYPYC=1 but no C compiler was found" in forced.stderr
 
 
-def test_a_wheel_holds_every_engine_and_service_module(tmp_path: Path) -> None:
-    """A wheel once shipped engine/ without its games (a fixed package list)."""
-    tree = _source_tree(tmp_path / "src")
-    out = tmp_path / "wheels"
+def _wheel(tree: Path, out: Path) -> set[str]:
     done = subprocess.run(
         [
             _PY,
@@ -164,12 +171,23 @@ def test_a_wheel_holds_every_engine_and_service_module(tmp_path: Path) -> None:
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    (wheel,) = out.glob("railyard-*.whl")
-    shipped = set(zipfile.ZipFile(wheel).namelist())
-    wanted = {
-        path.relative_to(tree).as_posix()
-        for package in ("engine", "service")
-        for path in (tree / package).rglob("*.py")
-    }
+    (wheel,) = out.glob("*.whl")
+    return set(zipfile.ZipFile(wheel).namelist())
+
+
+def test_the_wheels_hold_every_engine_and_service_module(tmp_path: Path) -> None:
+    """A wheel once shipped engine/ without its games (a fixed package list)."""
+    engine_tree = _source_tree(tmp_path / "e", "engine") / "engine"
+    sources = engine_tree / "src"
+    wanted = {p.relative_to(sources).as_posix() for p in sources.rglob("*.py")}
+    shipped = _wheel(engine_tree, tmp_path / "engine-wheel")
     assert wanted - shipped == set()
-    assert {"service/transports/http/web/index.html", "engine/py.typed"} <= shipped
+    assert "engine/py.typed" in shipped
+    assert not [name for name in shipped if name.startswith("setup")]
+
+    service_tree = _source_tree(tmp_path / "s", "pyproject.toml", "README.md", "LICENSE", "service")
+    wanted = {p.relative_to(service_tree).as_posix() for p in service_tree.rglob("*.py")}
+    shipped = _wheel(service_tree, tmp_path / "service-wheel")
+    assert wanted - shipped == set()
+    assert "service/transports/http/web/index.html" in shipped
+    assert not [name for name in shipped if name.startswith("engine/")]

@@ -99,8 +99,8 @@ from hyperframe.frame import (
     WindowUpdateFrame,
 )
 
-from service.api import game_service_pb2 as pb
-from service.api import game_service_pb2_grpc as pb_grpc
+from railyard_api import game_service_pb2 as pb
+from railyard_api import game_service_pb2_grpc as pb_grpc
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -26,7 +26,7 @@ import uvicorn
 from google.protobuf import json_format
 
 import engine
-from service.api import game_service_pb2 as pb
+from railyard_api import game_service_pb2 as pb
 from service.app import GameApp
 from service.settings import Settings
 from service.store import StoreUnavailableError

@@ -12,7 +12,7 @@ from google.protobuf import json_format
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.api import game_service_pb2 as pb
+from railyard_api import game_service_pb2 as pb
 from service.transports.http.server import fast_apply_move
 
 

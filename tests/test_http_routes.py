@@ -21,7 +21,7 @@ from opentelemetry.trace import SpanKind
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from service.api import game_service_pb2 as pb
+from railyard_api import game_service_pb2 as pb
 from service.app import GameApp
 from service.settings import Settings
 from service.store.memory import MemoryStore

@@ -12,7 +12,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 import engine
-from service.api import game_service_pb2 as pb
+from railyard_api import game_service_pb2 as pb
 from service.app import Caller, GameApp
 from service.store.memory import MemoryStore
 from service.transports.http import jsonwire

@@ -22,8 +22,8 @@ import grpc
 import httpx
 import pytest
 import redis
-from railyard_client import Client, pb
 
+from railyard_client import Client, pb
 from service.ops.serve import _listen_http
 from service.settings import Settings
 from tests.test_service_resilience import RAILYARD, Serve, free_port, serve

@@ -15,8 +15,8 @@ import grpc
 import httpx
 import pytest
 
-from service.api import game_service_pb2 as pb
-from service.api import game_service_pb2_grpc as pb_grpc
+from railyard_api import game_service_pb2 as pb
+from railyard_api import game_service_pb2_grpc as pb_grpc
 from service.app import Caller, GameApp
 from service.app.errors import ServiceError
 from service.app.history import KEPT_SECONDS, FinishedLogs

@@ -18,8 +18,8 @@ import grpc
 import httpx
 import pytest
 
-from service.api import game_service_pb2 as pb
-from service.api import game_service_pb2_grpc as pb_grpc
+from railyard_api import game_service_pb2 as pb
+from railyard_api import game_service_pb2_grpc as pb_grpc
 from service.app import Caller
 from service.app.tenants import plain_keys
 from service.ops.redaction import REDACTED, RedactSecrets

@@ -46,7 +46,7 @@ from engine.games.mexican_train.rules import (
     PRESETS,
 )
 from engine.tiles import MAX_SET, MIN_SET
-from service.api import game_service_pb2 as pb
+from railyard_api import game_service_pb2 as pb
 from service.app import MAX_NAME, MAX_REQUEST_ID, MAX_SEED, GameApp
 from service.store.memory import MemoryStore
 from service.transports.http.field_limits import FIELD_LIMITS

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 import engine
-from service.api import game_service_pb2 as pb
+from railyard_api import game_service_pb2 as pb
 from service.app import Caller, GameApp
 from service.app.bots import LEVELS, BotPlayer, BotsBusyError, BotTurns, play_turns
 from service.app.errors import ServiceError

@@ -33,6 +33,7 @@ import asyncio
 import random
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
 from typing import Any, Final
 
 import grpc
@@ -40,9 +41,9 @@ import httpx
 import pytest
 from google.protobuf import json_format
 
-from service import cli
-from service.api import game_service_pb2 as pb
-from service.api import game_service_pb2_grpc as pb_grpc
+from railyard_api import game_service_pb2 as pb
+from railyard_api import game_service_pb2_grpc as pb_grpc
+from railyard_client import play
 from service.app import GameApp
 from service.settings import Settings
 from service.store.memory import MemoryStore
@@ -51,6 +52,7 @@ from service.transports.grpc.server import create_grpc_server
 from tests import test_service_e2e as e2e
 from tests.service_helpers import people, run
 from tests.test_http import SchemaCheck
+from tests.test_service_resilience import serve
 
 Client = e2e.GrpcClient | e2e.HttpClient
 TileT = tuple[int, int]
@@ -825,20 +827,21 @@ async def _refused_moves(one: e2e.Instance, client: Client) -> None:
 # ------------------------------------------------------------------ the terminal
 
 
-def test_railyard_play_chicken_foot_in_the_terminal() -> None:
-    """``railyard play --game chicken_foot`` against its own in-process
-    service, from piped input: the table shows the station and its lines
-    (no personal train, no Mexican train of Mexican Train's), each foot's
-    branches with their open ends, refuses a personal train naming MT-TR-3,
-    and plays to the end."""
+def test_railyard_play_chicken_foot_in_the_terminal(tmp_path: Path) -> None:
+    """``railyard-play --game chicken_foot`` (the Python client's command)
+    against a real ``railyard serve``, from piped input: the table shows the
+    station and its lines (no personal train, no Mexican train of Mexican
+    Train's), each foot's branches with their open ends, sends a move on a
+    personal train that the service refuses naming MT-TR-3, and plays to
+    the end."""
     parser = argparse.ArgumentParser()
-    cli._play_options(parser)
-    args = parser.parse_args(
-        ["--game", "chicken_foot", "--players", "3", "--rounds", "2", "--seed", "cli-cf"]
-    )
-    answers = iter(["9-9@p0", "zz", *["0"] * 5000])
-    out: list[str] = []
-    assert cli.play(args, read=lambda _: next(answers), write=out.append) == 0
+    play.options(parser)
+    with serve(tmp_path, None, "play") as server:
+        table = ["--game", "chicken_foot", "--players", "3", "--rounds", "2", "--seed", "cli-cf"]
+        args = parser.parse_args(["--url", f"127.0.0.1:{server.grpc_port}", *table])
+        answers = iter(["9-9@p0", "zz", *["0"] * 5000])
+        out: list[str] = []
+        assert play.play(args, read=lambda _: next(answers), write=out.append) == 0
     text = "\n".join(out)
     assert "chicken_foot_game rules, 3 players" in text
     assert "0-9@m2" in out[0], "the prompt's examples are Chicken Foot's moves"

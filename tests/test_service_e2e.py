@@ -47,7 +47,7 @@ from redis import Redis
 
 import engine
 from engine.tiles import MAX_SET
-from service.api import game_service_pb2 as pb
+from railyard_api import game_service_pb2 as pb
 from service.app import GameApp, Seats
 from service.settings import Settings
 from service.store import GameRecord

@@ -25,8 +25,8 @@ import httpx
 import pytest
 import redis
 
+from railyard_api import game_service_pb2 as pb
 from service import cli
-from service.api import game_service_pb2 as pb
 from service.settings import Settings
 from service.store.redis import RedisStore
 from tests.service_helpers import error_info, people, run

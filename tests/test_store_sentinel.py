@@ -22,7 +22,7 @@ import pytest
 from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
 
-from service.api import game_service_pb2 as pb
+from railyard_api import game_service_pb2 as pb
 from service.settings import Settings
 from service.store import Commit
 from service.store.redis import RedisStore

@@ -11,8 +11,8 @@ import grpc
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from service.api import game_service_pb2 as pb
-from service.api import game_service_pb2_grpc as pb_grpc
+from railyard_api import game_service_pb2 as pb
+from railyard_api import game_service_pb2_grpc as pb_grpc
 from service.app import GameApp
 from service.settings import Settings
 from service.store.memory import MemoryStore

@@ -13,7 +13,7 @@ import grpc
 import pytest
 from google.protobuf import json_format
 
-from service.api import game_service_pb2 as pb
+from railyard_api import game_service_pb2 as pb
 from service.app.tenants import ApiKeys, seat_token_of
 from service.settings import Settings
 from service.store import Reservation, Store

@@ -12,6 +12,7 @@ import shutil
 import ssl
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,9 +23,9 @@ import httpx
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from railyard_api import game_service_pb2 as pb
+from railyard_api import game_service_pb2_grpc as pb_grpc
 from service import cli
-from service.api import game_service_pb2 as pb
-from service.api import game_service_pb2_grpc as pb_grpc
 from tests.service_helpers import bearer, people, run
 from tests.test_service_resilience import Serve, serve
 
@@ -38,10 +39,6 @@ CALL_TIMEOUT = 20.0
 #: certificate after the client already considers the handshake done). Not a
 #: timeout: a refusal must be prompt.
 REFUSED = (httpx.ConnectError, httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
-
-pytestmark = pytest.mark.skipif(
-    not Path(OPENSSL).exists(), reason="the openssl command line makes the certificates"
-)
 
 
 # ------------------------------------------------------------------ certificates
@@ -65,6 +62,12 @@ class Certs:
 
 
 def _openssl(*args: str | Path) -> None:
+    # Not one of the tools `make unit` installs; without it these tests
+    # fail, naming it, rather than skip.
+    assert Path(OPENSSL).exists(), (
+        "the openssl command line makes these tests' certificates and is not installed "
+        "(apt-get install openssl)"
+    )
     done = subprocess.run(
         [OPENSSL, *map(str, args)], capture_output=True, text=True, timeout=60, check=False
     )
@@ -336,6 +339,18 @@ def test_http_over_tls_plays_and_refuses_cleartext_and_strangers(
     # The game made over HTTPS, read over gRPC.
     run(over_grpc())
     assert tls_server.proc.poll() is None, tls_server.log()
+
+
+def test_the_line_that_says_where_to_go_names_https(tls_server: Serve) -> None:
+    web = f"https://127.0.0.1:{tls_server.http_port}"
+    line = (
+        f"ready: the table at {web}/, the API docs at {web}/docs, "
+        f"gRPC (TLS) on 127.0.0.1:{tls_server.grpc_port}"
+    )
+    deadline = time.monotonic() + 30  # (/readyz may answer just before it is logged)
+    while line not in tls_server.log():
+        assert time.monotonic() < deadline, tls_server.log()
+        time.sleep(0.05)
 
 
 # ------------------------------------------------------------------ mutual TLS

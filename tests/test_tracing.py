@@ -24,8 +24,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from service.api import game_service_pb2 as pb
-from service.api import game_service_pb2_grpc as pb_grpc
+from railyard_api import game_service_pb2 as pb
+from railyard_api import game_service_pb2_grpc as pb_grpc
 from service.app import GameApp
 from service.ops import tracing
 from service.settings import Settings

@@ -21,7 +21,7 @@ import pytest
 from google.protobuf import json_format
 from google.rpc import error_details_pb2, status_pb2
 
-from service.api import game_service_pb2 as pb
+from railyard_api import game_service_pb2 as pb
 from service.store.memory import MemoryStore
 from tests.service_helpers import error_info, grpc_service, people, run
 from tests.test_service_resilience import Instance, instance

@@ -10,7 +10,7 @@ import grpc
 import pytest
 from google.protobuf import json_format
 
-from service.api import game_service_pb2 as pb
+from railyard_api import game_service_pb2 as pb
 from service.app import Caller, GameApp
 from service.app.errors import ServiceError
 from service.settings import Settings

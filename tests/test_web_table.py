@@ -30,6 +30,7 @@ from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import playwright.sync_api as playwright_sync  # a dev dependency: always there
 import pytest
 
 import engine
@@ -38,8 +39,6 @@ from service.app import GameApp
 from service.settings import Settings
 from service.store.redis import RedisStore
 from tests.test_service_e2e import http_server
-
-playwright_sync = pytest.importorskip("playwright.sync_api")  # a dev dependency: always there
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "tests" / "artifacts" / "web-table"
@@ -723,7 +722,7 @@ console.log(JSON.stringify(out));
 def _finished_games() -> list[dict[str, Any]]:
     """A short game of bots for every preset of every game, with its log and
     view as the HTTP API answers them."""
-    from service.api import game_service_pb2 as pb
+    from railyard_api import game_service_pb2 as pb
     from service.app import Caller
     from service.store.memory import MemoryStore
     from service.transports.http.server import to_json

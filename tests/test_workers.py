@@ -20,8 +20,8 @@ import grpc
 import httpx
 import pytest
 
-from service.api import game_service_pb2 as pb
-from service.api import game_service_pb2_grpc as pb_grpc
+from railyard_api import game_service_pb2 as pb
+from railyard_api import game_service_pb2_grpc as pb_grpc
 from service.ops.workers import cpu_count, worker_count
 from service.settings import Settings
 from tests.service_helpers import run
@@ -148,6 +148,12 @@ def test_two_workers_answer_on_both_ports_and_share_games(tmp_path: Path, redis_
     with serve(tmp_path, redis_url, "two", RAILYARD_WORKERS="2") as server:
         pids = worker_pids(server)
         assert len(set(pids)) == 2
+        # Where to go is said once, by the supervisor, with the shared ports.
+        where = re.compile(
+            r"ready: the table at http://127\.0\.0\.1:(\d+)/.* on 127\.0\.0\.1:(\d+)"
+        )
+        wait_for("where to go", lambda: where.search(server.log()) is not None, server)
+        assert where.findall(server.log()) == [(str(server.http_port), str(server.grpc_port))]
         assert server.proc.pid not in pids
         before = scrape_each(server, set(pids))
 

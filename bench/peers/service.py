@@ -1,6 +1,7 @@
 """Our service against a boardgame.io server: server CPU per move, side by side.
 
     .venv/bin/python bench/peers/service.py [--pairs 5] [--seconds 10] [--clients 50]
+                                            [--capacity 4000] [--retries 2]
 
 Each pair measures, one after the other, three fresh server processes under
 the same number of concurrent games (``--clients``, one move in flight each):
@@ -23,11 +24,22 @@ and the load generators to the other (``--no-pin`` to leave it). The verdict
 takes the median over the pairs of ours / theirs (issue 15: <= 0.75x the
 per-seat server, <= 1.0x the per-match server); what differs between the
 sides is printed with it.
+
+Both sides replay games made before the clock starts, and a side that runs
+out of them measures a lighter load than asked for: the games are sized to
+the rate (bench/provision.py), each measurement's for 1.5x the fastest rate
+that side has shown so far, at least ``--capacity`` moves/s. A measurement
+whose games ran out anyway (it ran dry: one of wrk's clients stopped, or a
+boardgame.io client slot was left without a match) says so on its line, its
+figure is not valid and left out, and it is measured again with twice the
+games (``--retries`` times at most). A pair without a valid figure on both
+sides gives no ratio; a verdict without any pair is NOT VALID, not FAIL.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import shutil
@@ -52,6 +64,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import service as ours  # noqa: E402
 from bench.builds import ratio_line  # noqa: E402
+from bench.provision import Provision, dry_note  # noqa: E402
 
 HARNESS: Final = _HERE / "boardgame-io"
 #: Issue 15: our server CPU per move over theirs, at most.
@@ -84,6 +97,8 @@ class Generator:
     first_error: str
     sockets: int
     cpu_s: float
+    #: Client slots left without a match to play: the matches ran out.
+    idle_slots: int
 
     @classmethod
     def from_line(cls, line: str) -> Generator:
@@ -95,6 +110,7 @@ class Generator:
             str(summary["first_error"]),
             int(summary["sockets"]),
             float(summary["cpu_s"]),
+            int(summary.get("idle_slots", 0)),
         )
 
 
@@ -109,8 +125,11 @@ class Theirs:
     generator: Generator
     #: Actions its server refused (its "ERROR:" lines on stderr).
     refused: int
-    #: The load generator ran out of matches before the window closed.
+    #: The load generator ran out of matches before the window closed (a
+    #: slot of it was left without one): the run ran dry.
     ran_out: bool
+    #: The moves/s its matches were provisioned for.
+    capacity: float
 
     @property
     def ms_per_move(self) -> float:
@@ -148,8 +167,10 @@ def measure_theirs(
     procs: ours.Processes,
     pin: ours.Pinning,
     work: Path,
+    capacity: float,
 ) -> Theirs:
-    """A fresh boardgame.io server under ``opts.clients`` concurrent matches."""
+    """A fresh boardgame.io server under ``opts.clients`` concurrent matches,
+    with matches for ``capacity`` moves/s over the warm-up and the window."""
     if opts.wait_quiet > 0:
         ours.wait_for_quiet(opts.wait_quiet)
     port = ours.free_port()
@@ -164,7 +185,7 @@ def measure_theirs(
             stderr=stderr.fileno(),
         )
     ours.wait_until(lambda: moves_applied(url) >= 0, "the boardgame.io server")
-    matches = opts.clients + math.ceil(opts.capacity * (warmup + opts.seconds) / MOVES_PER_MATCH)
+    matches = opts.clients + math.ceil(capacity * (warmup + opts.seconds) / MOVES_PER_MATCH)
     generator_argv = [node, str(HARNESS / "clients.mjs"), "--server", url]
     generator_argv += ["--variant", variant, "--matches", str(matches)]
     generator_argv += ["--concurrency", str(opts.clients), "--players", str(opts.players)]
@@ -179,11 +200,14 @@ def measure_theirs(
     moves0, cpu0, start = moves_applied(url), ours.cpu_seconds(server.pid), time.monotonic()
     time.sleep(opts.seconds)
     cpu1, moves1, end = ours.cpu_seconds(server.pid), moves_applied(url), time.monotonic()
-    ran_out = generator.poll() is not None
+    exited = generator.poll() is not None
     summary = stop_generator(generator, procs)
     procs.stop(server)
     refused = sum(line.startswith("ERROR:") for line in stderr_path.read_text().splitlines())
-    return Theirs(variant, moves1 - moves0, cpu1 - cpu0, end - start, summary, refused, ran_out)
+    ran_out = exited or summary.idle_slots > 0
+    return Theirs(
+        variant, moves1 - moves0, cpu1 - cpu0, end - start, summary, refused, ran_out, capacity
+    )
 
 
 def stop_generator(generator: subprocess.Popen[bytes], procs: ours.Processes) -> Generator:
@@ -201,7 +225,13 @@ def stop_generator(generator: subprocess.Popen[bytes], procs: ours.Processes) ->
 
 
 def spread(values: list[float]) -> str:
+    if not values:
+        return "no valid measurement"
     return f"median {statistics.median(values):.2f} (range {min(values):.2f}-{max(values):.2f})"
+
+
+def shown(ratio: float) -> str:
+    return "not valid (ran dry)" if math.isnan(ratio) else f"{ratio:.2f}x"
 
 
 def describe_theirs(theirs: Theirs) -> str:
@@ -214,9 +244,11 @@ def describe_theirs(theirs: Theirs) -> str:
     )
     if theirs.errors:
         line += f", errors {theirs.errors} (first: {gen.first_error or 'on the server stderr'})"
-    if theirs.ran_out:
-        line += ", ran out of matches (raise --capacity)"
     return line
+
+
+def valid(values: list[float]) -> list[float]:
+    return [v for v in values if not math.isnan(v)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -226,7 +258,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=float, default=2.0, help="boardgame.io, before its window")
     parser.add_argument("--clients", type=int, default=50, help="concurrent games a side (50)")
     parser.add_argument(
-        "--capacity", type=float, default=4000, help="moves/s the prepared games must last (4000)"
+        "--capacity",
+        type=float,
+        default=4000,
+        help="moves/s the prepared games last for at least; then 1.5x the rate measured (4000)",
+    )
+    parser.add_argument(
+        "--retries", type=int, default=2, help="measurements again after a run ran dry (2)"
     )
     parser.add_argument(
         "--wait-quiet",
@@ -238,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if min(args.pairs, args.seconds, args.clients) < 1 or args.warmup < 0:
         parser.error("--pairs, --seconds and --clients must be at least 1")
+    if args.capacity <= 0 or args.retries < 0:
+        parser.error("--capacity must be positive, --retries not negative")
     node = shutil.which("node")
     if node is None:
         parser.error("node is not on PATH (./scripts/install-node)")
@@ -260,6 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         client_procs=1,
         wait_quiet=args.wait_quiet,
     )
+    provision = Provision(args.capacity)
     pin = ours.pinning(not args.no_pin)
     procs = ours.Processes()
     work = Path(tempfile.mkdtemp(prefix="railyard-peers-"))
@@ -267,43 +308,89 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"server CPU per move: ours (HTTP, Redis) against boardgame.io {pinned_version()} "
         f"(Node {node_version.strip()}, in memory); {args.clients} concurrent games a side, "
-        f"{args.pairs} interleaved pairs, {args.seconds} s each; {pin.text}",
+        f"{args.pairs} interleaved pairs, {args.seconds} s each; {pin.text}; games for 1.5x "
+        f"the rate measured, at least {args.capacity:,.0f} moves/s",
         flush=True,
     )
+    #: Server CPU ms a move, pair by pair (NaN: every run of it ran dry).
     ours_ms: list[float] = []
     theirs_ms: dict[str, list[float]] = {variant: [] for variant in VARIANTS}
     ratios: dict[str, list[float]] = {variant: [] for variant in VARIANTS}
-    #: Errors, or games that ran out before a measurement ended: no verdict.
-    flaws = 0
+    #: Errors: no verdict.
+    errors = 0
+    #: Measurements that ran dry (not valid, measured again).
+    dry = 0
     try:
         rds = ours.RedisServer(procs, pin)
         for pair in range(args.pairs):
             tag = f"pair {pair + 1}/{args.pairs}"
-            count = ours.games_needed(opts)
-            load, _ = ours.measure_service(
-                "http", tag, f"peers-{pair}", procs, pin, rds, count, opts, work
-            )
-            ms = 1000 * load.server_cpu / load.ok if load.ok else math.nan
-            flaws += load.errors + load.exhausted
+            ms = math.nan
+            line = ""
+            for attempt in range(args.retries + 1):
+                capacity = provision.capacity("ours")
+                count = ours.games_needed(dataclasses.replace(opts, capacity=capacity))
+                load, _ = ours.measure_service(
+                    "http",
+                    tag + (f", ours again ({attempt + 1})" if attempt else ""),
+                    f"peers-{pair}" + (f".{attempt}" if attempt else ""),
+                    procs,
+                    pin,
+                    rds,
+                    count,
+                    opts,
+                    work,
+                )
+                figure = 1000 * load.server_cpu / load.ok if load.ok else math.nan
+                errors += load.errors
+                line = (
+                    f"pair {pair + 1}: ours {figure:.2f} ms/move ({load.ok} moves, "
+                    f"{load.rate:,.0f}/s, server {100 * load.server_cpu / load.seconds:.0f}% of a "
+                    f"core, errors {load.errors})"
+                )
+                if not load.exhausted:
+                    provision.seen("ours", load.rate)
+                    ms = figure
+                    break
+                dry += 1
+                again = provision.ran_dry("ours", capacity)
+                line += (
+                    f": {load.exhausted} of {args.clients} clients had no game left; "
+                    + dry_note(capacity, again if attempt < args.retries else None)
+                )
+                print(line, flush=True)
             ours_ms.append(ms)
-            line = (
-                f"pair {pair + 1}: ours {ms:.2f} ms/move ({load.ok} moves, {load.rate:,.0f}/s, "
-                f"server {100 * load.server_cpu / load.seconds:.0f}% of a core, errors "
-                f"{load.errors})"
-            )
-            if load.exhausted:
-                line += f", {load.exhausted} clients ran out of games (raise --capacity)"
-            lines = [line]
+            lines = [line] if not math.isnan(ms) else []
             for variant in VARIANTS:
-                print(f"[{tag}] boardgame.io, {VARIANTS[variant]} ...", flush=True)
-                theirs = measure_theirs(variant, node, pair, opts, args.warmup, procs, pin, work)
-                flaws += theirs.errors + theirs.ran_out
-                theirs_ms[variant].append(theirs.ms_per_move)
-                ratios[variant].append(ms / theirs.ms_per_move)
-                lines.append(f"  theirs, {describe_theirs(theirs)}")
+                side = f"theirs {variant}"
+                theirs_figure = math.nan
+                for attempt in range(args.retries + 1):
+                    again_text = f" again ({attempt + 1})" if attempt else ""
+                    print(f"[{tag}] boardgame.io, {VARIANTS[variant]}{again_text} ...", flush=True)
+                    capacity = provision.capacity(side)
+                    theirs = measure_theirs(
+                        variant, node, pair, opts, args.warmup, procs, pin, work, capacity
+                    )
+                    errors += theirs.errors
+                    if not theirs.ran_out:
+                        provision.seen(side, theirs.moves / theirs.seconds)
+                        theirs_figure = theirs.ms_per_move
+                        lines.append(f"  theirs, {describe_theirs(theirs)}")
+                        break
+                    dry += 1
+                    again = provision.ran_dry(side, capacity)
+                    slots = theirs.generator.idle_slots
+                    print(
+                        f"  theirs, {describe_theirs(theirs)}: {slots} of {args.clients} client "
+                        "slots had no match left; "
+                        + dry_note(capacity, again if attempt < args.retries else None),
+                        flush=True,
+                    )
+                theirs_ms[variant].append(theirs_figure)
+                ratio = ms / theirs_figure if theirs_figure > 0 else math.nan
+                ratios[variant].append(ratio)
             lines.append(
                 "  ours / theirs: "
-                + ", ".join(f"{VARIANTS[v]} {ratios[v][-1]:.2f}x" for v in VARIANTS)
+                + ", ".join(f"{VARIANTS[v]} {shown(ratios[v][-1])}" for v in VARIANTS)
             )
             print("\n".join(lines), flush=True)
     finally:
@@ -311,23 +398,37 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work, ignore_errors=True)
 
     print()
-    print(f"server CPU ms/move, ours: {spread(ours_ms)}")
+    print(f"server CPU ms/move, ours: {spread(valid(ours_ms))}")
     for variant, label in VARIANTS.items():
-        print(f"server CPU ms/move, boardgame.io {label}: {spread(theirs_ms[variant])}")
+        print(f"server CPU ms/move, boardgame.io {label}: {spread(valid(theirs_ms[variant]))}")
     for variant, label in VARIANTS.items():
-        print(ratio_line(f"ours / boardgame.io {label}", ratios[variant]))
+        if valid(ratios[variant]):
+            print(ratio_line(f"ours / boardgame.io {label}", valid(ratios[variant])))
+        else:
+            print(f"ours / boardgame.io {label}: no valid pair")
+    if dry:
+        print(
+            f"ran dry: {dry} measurement{'s' if dry > 1 else ''} (figures not valid, left out "
+            "and measured again; see the pairs)"
+        )
     print("what differs:")
     for line in DIFFERS:
         print(f"  {line}")
     verdicts = []
     for variant, target in (("seat", TARGET_PER_SEAT), ("match", TARGET_PER_MATCH)):
-        ok = flaws == 0 and statistics.median(ratios[variant]) <= target
+        head = f"target: ours <= {target:.2f}x boardgame.io {VARIANTS[variant]}: "
+        measured = valid(ratios[variant])
+        if not measured:
+            verdicts.append(False)
+            print(head + "NOT VALID (every pair ran dry: raise --capacity)")
+            continue
+        ok = errors == 0 and statistics.median(measured) <= target
         verdicts.append(ok)
-        print(
-            f"target: ours <= {target:.2f}x boardgame.io {VARIANTS[variant]}: "
-            + ours.yes(ok)
-            + ("" if flaws == 0 else " (errors, or games ran out: see the pairs)")
-        )
+        skipped = len(ratios[variant]) - len(measured)
+        note = "" if errors == 0 else " (errors: see the pairs)"
+        if skipped:
+            note += f" ({skipped} pair{'s' if skipped > 1 else ''} left out: ran dry)"
+        print(head + ours.yes(ok) + note)
     return 0 if all(verdicts) else 1
 
 

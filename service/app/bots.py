@@ -6,14 +6,13 @@ game with bots replays exactly whichever replica plays it, and wherever in
 that replica it is played.
 
 No request may hold the event loop with bot play: one CreateGame of two
-greedy bots on a double-18 set with 94-tile hands plays 3,500 moves (2.3 s of
-CPU); on the loop it stalled every other call of the process. So a request's
-bot turns are played
+greedy bots on a double-18 set with 94-tile hands plays thousands of moves
+(seconds of CPU); on the loop it stalled every other call of the process. So
+a request's bot turns are played
 
 * on the loop only while they are cheap: until :data:`INLINE_SLICE` seconds
   have gone by or an expert is to move (a person's move against three greedy
-  bots takes a tenth of a millisecond of bot play, less than a trip to
-  another process);
+  bots takes less bot play than a trip to another process);
 * then, all the rest at once, in a pool of worker processes, run at a lower
   CPU priority than the process serving requests (the pool starts on first
   use, from the ``forkserver`` context, since a fork of a process running
@@ -21,9 +20,9 @@ bot turns are played
 
 and all of it is bounded: a request whose bot turns take more than
 ``cpu_limit`` seconds of CPU is refused (:class:`BotWorkExceededError`), and
-nothing it played is kept. The bound is CPU time, not moves: the greedy bot's
-moves above cost 0.67 ms each, a 14-seat ``by_set`` game's 0.1 ms, so a
-move count that allows the one game would allow seven times its work.
+nothing it played is kept. The bound is CPU time, not moves: a greedy move
+in the game above costs several times one in a 14-seat ``by_set`` game, so a
+move count that allows the one game would allow several times its work.
 """
 
 from __future__ import annotations
@@ -36,6 +35,7 @@ import itertools
 import logging
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -49,8 +49,8 @@ import orjson
 
 import engine
 from engine.bots import bot_key, choose
-from service.api import game_service_pb2 as pb
-from service.app import convert
+from railyard_api import convert
+from railyard_api import game_service_pb2 as pb
 
 log = logging.getLogger("railyard.bots")
 
@@ -61,10 +61,11 @@ LEVELS: Final[dict[int, str]] = {
     pb.BOT_LEVEL_EXPERT: "expert",
 }
 #: The expert's budget (playout moves per decision) in a game of bots only.
-#: API.md has CreateGame play such a game to its end within the request: at
-#: the default budget (~30 ms a decision, ~1,500 decisions in 13 rounds) the
-#: caller would wait most of a minute. A twenty-fifth of it keeps the search
-#: (and its determinism: the budget follows from the seats) at ~1 ms.
+#: API.md has CreateGame play such a game to its end within the request,
+#: where the default budget at every decision of every round would keep the
+#: caller waiting far too long. A twenty-fifth of it keeps the search (and its
+#: determinism: the budget follows from the seats) cheap enough to answer
+#: within the request (docs/bots.md).
 ALL_BOTS_BUDGET: Final = 100
 #: The levels that never decide on the event loop.
 _SLOW: Final = frozenset({"expert"})
@@ -182,7 +183,13 @@ def _start_worker(service: Connection) -> None:
     (:meth:`BotPlayer.close`: the answers are no longer wanted) or its
     process is gone (SIGKILL, the OOM killer), the kernel closing it. Its
     forkserver and the resource tracker then see their own pipes close and
-    end too."""
+    end too.
+
+    SIGINT is ignored: Ctrl-C in a terminal signals the whole process group,
+    and a worker that took it would die mid-task with a traceback, breaking
+    the pool under the service's graceful stop. The service stops on it and
+    then closes the pipe, which ends the worker."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.nice(_WORKER_NICENESS)
     threading.Thread(
         target=_exit_with, args=(service,), name="railyard-service-watch", daemon=True

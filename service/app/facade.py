@@ -19,9 +19,10 @@ from opentelemetry.sdk.metrics.export import MetricReader
 from opentelemetry.trace import TracerProvider
 
 import engine
-from service.api import game_service_pb2 as pb
-from service.app import convert, idempotency
+from railyard_api import convert
+from railyard_api import game_service_pb2 as pb
 from service.app import errors as err
+from service.app import idempotency
 from service.app.admission import Admission, Caller, Place, seat_of
 from service.app.bots import BotPlayer
 from service.app.errors import ServiceError
@@ -210,6 +211,8 @@ class GameApp:
             game = engine.new_game(ruleset, len(players), seed)
         except engine.RailyardError as exc:
             raise err.from_engine(exc) from exc
+        except convert.ConversionError as exc:
+            raise err.invalid(exc.message, **exc.metadata) from exc
         key: str | None = None
         if request.request_id:
             game_id, key = idempotency.create_key(request, tenant)
@@ -370,7 +373,10 @@ class GameApp:
         # play, draw, pass, end_turn: the oneof's field (a refusal's span says
         # what was tried, before the engine judges it).
         tracing.note({tracing.MOVE_KIND: request.move.WhichOneof("action") or ""})
-        move = convert.move_from_proto(request.move)
+        try:
+            move = convert.move_from_proto(request.move)
+        except convert.ConversionError as exc:
+            raise err.invalid(exc.message, **exc.metadata) from exc
         expected = request.expected_version if request.HasField("expected_version") else None
         key: str | None = None
         fingerprint = idempotency.fingerprint(request) if request.request_id else b""

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from service.api import game_service_pb2 as pb
+from railyard_api import game_service_pb2 as pb
 from service.app import errors as err
 from service.store import StoredEvent
 

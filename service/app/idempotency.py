@@ -13,7 +13,7 @@ import hashlib
 import hmac
 from typing import Final
 
-from service.api import game_service_pb2 as pb
+from railyard_api import game_service_pb2 as pb
 from service.app import errors as err
 from service.app.admission import Caller
 from service.app.games import GAME_ID_LEN, Games, hash_token

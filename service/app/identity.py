@@ -115,8 +115,8 @@ def grpc_peer_host(peer: str) -> str:
     new connection of one client has a new one.
 
     Cached: every call of one connection has the same peer string, and
-    parsing it (``ipaddress``) cost about 6 us of a gRPC call's server
-    CPU; a dict hit costs a tenth of a microsecond.
+    parsing it (``ipaddress``) was a visible part of a gRPC call's server
+    CPU, where a dict hit costs next to nothing.
 
     >>> grpc_peer_host("ipv4:127.0.0.1:50312"), grpc_peer_host("ipv6:[::1]:7"), grpc_peer_host("")
     ('127.0.0.1', '::1', '')

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Final
 
 import engine
-from service.api import game_service_pb2 as pb
+from railyard_api import game_service_pb2 as pb
 from service.app import errors as err
 from service.app.bots import ALL_BOTS_BUDGET, BotPlayer, BotsBusyError, BotWorkExceededError
 from service.app.errors import ServiceError
@@ -91,7 +91,7 @@ class Turns:
             ) from exc
         # A big game of bots hands back thousands of decisions and moves:
         # taken in slices, the loop serving other calls between them (one
-        # game's 2,000 duration records alone held it for tens of ms).
+        # game's duration records alone held it longer than a move takes).
         for n, (level, seconds) in enumerate(turns.decisions, 1):
             self.metrics.bot_decision(level, seconds)
             if n % _SLICE == 0:

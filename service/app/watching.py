@@ -11,8 +11,8 @@ import logging
 from collections.abc import AsyncGenerator, Callable, Sequence
 
 import engine
-from service.api import game_service_pb2 as pb
-from service.app import convert
+from railyard_api import convert
+from railyard_api import game_service_pb2 as pb
 from service.app import errors as err
 from service.app.admission import Admission, Caller
 from service.app.games import Games, Loaded

@@ -44,6 +44,26 @@ class StartupError(Exception):
     """A configuration this host cannot serve: the process does not start."""
 
 
+def where_to_go(host: str, http_port: int, grpc_port: int, *, tls: bool) -> str:
+    """The line that says, once serving, where to go: the web table, the API
+    docs and the gRPC port, at an address to open on this machine. A host of
+    every interface (0.0.0.0, ::) is not one a browser can open: its
+    loopback is shown instead, and the line says it listens on all of them."""
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    everywhere = bare in ("", "0.0.0.0", "::")
+    if everywhere:
+        # localhost, not 127.0.0.1, for "::": it names the IPv6 loopback too.
+        address = "localhost" if ":" in bare else "127.0.0.1"
+    else:
+        address = f"[{bare}]" if ":" in bare else bare
+    web = f"{'https' if tls else 'http'}://{address}:{http_port}"
+    line = (
+        f"ready: the table at {web}/, the API docs at {web}/docs, "
+        f"gRPC{' (TLS)' if tls else ''} on {address}:{grpc_port}"
+    )
+    return f"{line} (listening on all interfaces)" if everywhere else line
+
+
 def _listen_http(settings: Settings) -> socket.socket:
     """The HTTP port's socket, bound (uvicorn listens on it), or a
     StartupError naming the setting to change."""
@@ -245,12 +265,14 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     if http_task.done():
         await grpc_server.stop(None)
         await http_task  # re-raises the bind error
+    # The port bound, not the one asked for: port 0 is any free one.
+    http_port = http_socket.getsockname()[1]
     log.info(
         "serving gRPC on %s:%d and HTTP on %s:%d%s",
         settings.host,
         grpc_port,
         settings.host,
-        settings.http_port,
+        http_port,
         f" (worker pid {os.getpid()})" if shares_ports(settings) else "",
     )
     log.info(
@@ -282,6 +304,9 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     logging.getLogger(GRPC_AIO_LOGGER).addFilter(client_gone)
     background = BackgroundPlayer(app)
     background.start()
+    if not shares_ports(settings):  # (a worker's supervisor says it, once)
+        tls = bool(settings.tls_cert)
+        log.info("%s", where_to_go(settings.host, http_port, grpc_port, tls=tls))
     if ready is not None:
         ready.set()
     await stop.wait()

@@ -30,8 +30,8 @@ def bound_socket(host: str, port: int, *, reuse_port: bool) -> socket.socket:
     name = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on a connection whose
     # socket says TCP (accepted ones inherit proto 0 otherwise), and without it
-    # Nagle's algorithm held every keep-alive response ~40 ms for the client's
-    # delayed ACK.
+    # Nagle's algorithm held every keep-alive response back until the client's
+    # delayed ACK (Linux delays one by 40 ms at least).
     sock = socket.socket(family(name), socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -15,11 +15,11 @@ The exposition keeps the names the Prometheus client gave them before
 (counters end in ``_total``, histograms in ``_bucket``/``_count``/``_sum``).
 
 Counts are observable instruments over plain integers, read when collected:
-a synchronous OpenTelemetry counter costs 5.9 us an ``add`` on this machine
-(the SDK checks and hashes the attributes of every measurement), against
-0.1 us for an integer, and a turn over HTTP counts six things (two calls, the
-move, the bots' moves); the Prometheus client took 0.55 us. Durations stay
-synchronous histograms (there is no observable one): two a turn.
+a synchronous OpenTelemetry counter's ``add`` costs many times an integer's
+increment (the SDK checks and hashes the attributes of every measurement),
+more than the Prometheus client's did, and a turn over HTTP counts six
+things (two calls, the move, the bots' moves). Durations stay synchronous
+histograms (there is no observable one): two a turn.
 """
 
 from __future__ import annotations
@@ -124,8 +124,8 @@ class Metrics:
         """``traced``: whether the app traces its calls. Without tracing no
         span is ever current, so the SDK's default exemplar filter (a
         measurement taken inside a sampled span) would keep none, and it
-        looks for the span at every measurement: 3.7 of a histogram
-        record's 9.7 us, measured. Off then."""
+        looks for the span at every measurement, a large part of a
+        histogram record's cost. Off then."""
         registry = self.registry = CollectorRegistry(auto_describe=True)
         # Its own registry (the exporter's default is the process-wide one),
         # without the otel_scope_* labels: the samples keep their labels.

@@ -280,6 +280,8 @@ class Supervisor:
 
     def run(self) -> int:
         """Serve until SIGTERM/SIGINT; the exit status."""
+        from service.ops.serve import where_to_go
+
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._on_signal)
         if not self._first_start():
@@ -295,6 +297,15 @@ class Supervisor:
                 self.settings.http_port,
                 self.count,
                 ", ".join(str(p.pid) for p in self._processes()),
+            )
+            log.info(
+                "%s",
+                where_to_go(
+                    host,
+                    self.settings.http_port,
+                    self.settings.grpc_port,
+                    tls=bool(self.settings.tls_cert),
+                ),
             )
         self._watch()
         self._stop_all()

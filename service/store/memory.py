@@ -7,7 +7,7 @@ them apart; it only lives as long as the process.
 Expired games are freed, not only hidden: a heap holds each game's expiry
 (one entry per game, pushed again when a move refreshed it), and every call
 frees what has expired since, as does a sweep each second while nothing
-calls. (20,000 games with a 2 s TTL used to keep 250 MB for good.)
+calls. (Only hidden, expired games used to keep their memory for good.)
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ spurious entry, which costs one load.
 (atomic on the server; every key it touches is passed in ``KEYS``). Reads are
 plain commands. Everything goes through :mod:`service.store.resp`, a lean
 client that pipelines every call of the process over a few shared
-connections (redis-py's asyncio client cost five times its CPU per command).
+connections (redis-py's asyncio client cost several times its CPU per command).
 
 Watchers hold no connection of their own: :meth:`RedisStore.wait_events`
 subscribes to the game's channel on the process's one subscriber connection

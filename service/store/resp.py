@@ -3,7 +3,7 @@
 Why not redis-py for every call: its asyncio client checks a connection out
 of a pool, wraps each command in timeout context managers and parses through
 several layers; the benchmark profile showed it as the largest single cost of
-an ApplyMove (about 0.2 ms of CPU per command). Here every command of the
+an ApplyMove. Here every command of the
 process shares a few long-lived connections: a call encodes its command,
 queues it and waits on a future; the commands queued during one turn of the
 event loop leave in one write, replies come back in order (RESP guarantees

@@ -2,6 +2,7 @@
 // JamesAtIntegratnIO/mexican-train (server/game.ts), for bench/peers/engine.py.
 //
 //   node playouts.mjs --engine-dir DIR [--games N] [--players P] [--max M] [--seed S]
+//                     [--warmup G] [--warmup-seconds S]
 //
 // That engine is not published on npm (its package.json is "private"), so it
 // is read from a checkout (DIR holds its server/ and shared/); esbuild, pinned
@@ -9,8 +10,22 @@
 //
 // Prints one JSON line: the actions taken (every call that changes the game:
 // lay the engine, draw while hunting for it, draw, play, pass), the process
-// CPU seconds they took (process.cpuUsage, user + system), and their ratio.
-// One round per game (the first, with the double-`max` engine), as ours.
+// CPU seconds they took (process.cpuUsage, user + system: V8's compiler and
+// collector threads too), their ratio, and the warm-up that came first. One
+// round per game (the first, with the double-`max` engine), as ours.
+//
+// The same game as ours, played the same way:
+// - one legal-move search a turn, as our playout's one legal_moves() call:
+//   the turn is decided from the phase, that search and the boneyard, never
+//   through Game.prompt(), which would run the search a second time;
+// - the marker comes off its train when the owner plays a tile on that train
+//   (our MT-TR-4). The engine never lowers it by itself: Game.marker() is the
+//   player's to call, so a harness that never calls it leaves every train
+//   open once marked, which shortens the round (80 actions, not 90). Lowering
+//   it is part of the play, not an action of its own, as in ours;
+// - a warm-up long enough for V8's optimising compiler (the default: at least
+//   3,000 rounds and 2 CPU-seconds; 20 rounds read ~15% slower), as ours
+//   warms up before its clock starts.
 import { build } from 'esbuild';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,7 +40,8 @@ const { values: args } = parseArgs({
     players: { type: 'string', default: '4' },
     max: { type: 'string', default: '12' },
     seed: { type: 'string', default: '1' },
-    warmup: { type: 'string', default: '20' },
+    warmup: { type: 'string', default: '3000' },
+    'warmup-seconds': { type: 'string', default: '2' },
   },
 });
 
@@ -34,19 +50,20 @@ if (!engineDir) {
   console.error('playouts.mjs: --engine-dir DIR is required (a checkout of JamesAtIntegratnIO/mexican-train)');
   process.exit(2);
 }
-const intArg = (name) => {
+const numArg = (name, whole) => {
   const n = Number(args[name]);
-  if (!Number.isInteger(n) || n < 0) {
-    console.error(`playouts.mjs: --${name} must be a whole number, got ${JSON.stringify(args[name])}`);
+  if (!(whole ? Number.isInteger(n) : Number.isFinite(n)) || n < 0) {
+    console.error(`playouts.mjs: --${name} must be a ${whole ? 'whole ' : ''}number >= 0, got ${JSON.stringify(args[name])}`);
     process.exit(2);
   }
   return n;
 };
-const games = intArg('games');
-const players = intArg('players');
-const max = intArg('max');
-const warmup = intArg('warmup');
-const seed = intArg('seed');
+const games = numArg('games', true);
+const players = numArg('players', true);
+const max = numArg('max', true);
+const warmup = numArg('warmup', true);
+const warmupSeconds = numArg('warmup-seconds', false);
+const seed = numArg('seed', true);
 
 // mulberry32: the engine shuffles and floats the engine double with
 // Math.random and takes no generator, so a seeded one stands in for it; the
@@ -78,32 +95,62 @@ rmSync(outDir, { recursive: true, force: true });
 
 const seats = Array.from({ length: players }, (_, i) => ({ id: `p${i}`, name: `P${i}` }));
 
+// Counted across a run, to show the game played: markers lowered (the rule
+// is played), and the actions of the hunt for the engine (laying it, and the
+// draws for it), which ours does not have (it sets the engine aside).
+let markersDown = 0;
+let huntActions = 0;
+
 // One round to its end, every action chosen uniformly among the legal ones
 // (a legal play when there is one: the engine refuses a draw or a pass then).
 function playRound(rnd) {
   const g = new Game({ players: seats, game: 'mexicanTrain', max });
+  const engineTile = `${g.engine}-${g.engine}`;
   let actions = 0;
   while (g.status === 'playing') {
     const p = g.current;
-    const prompt = g.prompt();
-    if (prompt === 'engine') g.layEngine(p.id);
-    else if (prompt === 'seek') g.draw(p.id);
-    else if (prompt === 'play') {
+    if (g.phase === 'seeking') {
+      // The hunt for the round's double: lay it if dealt or drawn, else draw.
+      if (p.hand.includes(engineTile)) g.layEngine(p.id);
+      else g.draw(p.id);
+      huntActions++;
+    } else {
       const moves = g.legalMoves(p);
-      const m = moves[Math.floor(rnd() * moves.length)];
-      g.play(p.id, m.tile, m.train, m.seg);
-    } else if (prompt === 'draw') g.draw(p.id);
-    else g.pass(p.id);
+      if (moves.length) {
+        const m = moves[Math.floor(rnd() * moves.length)];
+        g.play(p.id, m.tile, m.train, m.seg);
+        // MT-TR-4: a tile on one's own train takes its marker off.
+        if (m.train === p.id && g.status === 'playing' && g.train(p.id).open) {
+          g.marker(p.id, false);
+          markersDown++;
+        }
+      } else if (g.boneyard.length && !g.drewThisTurn) g.draw(p.id);
+      else g.pass(p.id);
+    }
     actions++;
   }
   return actions;
 }
 
+const cpu = () => {
+  const used = process.cpuUsage();
+  return (used.user + used.system) / 1e6;
+};
+
 const rnd = mulberry32(seed);
 Math.random = rnd;
-// Warm-up: lets V8 optimise the hot paths before the clock starts, as our
-// side's first repeat warms CPython's caches.
-for (let i = 0; i < warmup; i++) playRound(rnd);
+// Warm-up: lets V8 optimise the hot paths before the clock starts (at least
+// `warmup` rounds and `warmupSeconds` of CPU), as our side warms up first.
+const warmStart = cpu();
+let warmGames = 0;
+let warmActions = 0;
+while (warmGames < warmup || cpu() - warmStart < warmupSeconds) {
+  warmActions += playRound(rnd);
+  warmGames++;
+}
+const warmCpu = cpu() - warmStart;
+markersDown = 0;
+huntActions = 0;
 
 const before = process.cpuUsage();
 let actions = 0;
@@ -114,4 +161,9 @@ console.log(JSON.stringify({
   engine: 'JamesAtIntegratnIO/mexican-train', node: process.version,
   games, players, max, seed, moves: actions, cpu_s: cpuSeconds,
   moves_per_cpu_s: cpuSeconds > 0 ? actions / cpuSeconds : 0,
+  moves_per_round: games > 0 ? actions / games : 0,
+  hunt_moves_per_round: games > 0 ? huntActions / games : 0,
+  markers_down_per_round: games > 0 ? markersDown / games : 0,
+  warmup_games: warmGames, warmup_cpu_s: warmCpu,
+  warmup_moves_per_cpu_s: warmCpu > 0 ? warmActions / warmCpu : 0,
 }));

@@ -7,8 +7,9 @@ verifier that re-deals a finished game from its revealed seed.
 True
 """
 
+from railyard_api import game_service_pb2 as pb
+
 from railyard_client._common import RetryPolicy, new_request_id
-from railyard_client.api import game_service_pb2 as pb
 from railyard_client.client import AsyncClient, Client
 from railyard_client.errors import RailyardError
 from railyard_client.verify import DealMismatchError, Report, shuffle, verify_game

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Final
 
 import grpc
+from railyard_api import game_service_pb2 as pb
 
-from railyard_client.api import game_service_pb2 as pb
 from railyard_client.errors import RailyardError
 
 #: The methods of GameService that take a game id, and what they answer.

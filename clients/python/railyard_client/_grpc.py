@@ -3,17 +3,34 @@ per endpoint, refusals turned into :class:`RailyardError`."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncGenerator, Generator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import grpc
 from google.protobuf.message import Message
+from railyard_api import game_service_pb2 as pb
+from railyard_api import game_service_pb2_grpc as pb_grpc
 
-from railyard_client.api import game_service_pb2 as pb
-from railyard_client.api import game_service_pb2_grpc as pb_grpc
 from railyard_client.errors import from_grpc
 
 M = TypeVar("M", bound=Message)
+
+#: A line per call at DEBUG (``railyard-bot --verbose``), as httpx writes
+#: one per HTTP request: grpc itself says nothing of the calls it makes.
+log = logging.getLogger("railyard_client.grpc")
+
+
+def _log_call(
+    endpoint: str, method: str, error: grpc.RpcError | None = None, status: str = "OK"
+) -> None:
+    if not log.isEnabledFor(logging.DEBUG):
+        return
+    if error is not None:
+        code = getattr(error, "code", None)
+        found = code() if callable(code) else None
+        status = found.name if isinstance(found, grpc.StatusCode) else "failed"
+    log.debug("gRPC call: %s %s %s", endpoint, method, status)
 
 
 def _target(endpoint: str) -> tuple[str, bool]:
@@ -72,7 +89,9 @@ class GrpcTransport:
                 request, metadata=_metadata(token, self._extra), timeout=self.timeout
             )
         except grpc.RpcError as exc:
+            _log_call(self.endpoint, method, exc)
             raise from_grpc(exc) from exc
+        _log_call(self.endpoint, method)
         return answer
 
     def watch(
@@ -82,6 +101,7 @@ class GrpcTransport:
         request = pb.WatchGameRequest(game_id=game_id)
         if after_version is not None:
             request.after_version = after_version
+        _log_call(self.endpoint, "WatchGame", status="opening the stream")
         call = self._stub().WatchGame(request, metadata=_metadata(token, self._extra))
         try:
             yield from call
@@ -136,7 +156,9 @@ class AsyncGrpcTransport:
                 request, metadata=_metadata(token, self._extra), timeout=self.timeout
             )
         except grpc.RpcError as exc:
+            _log_call(self.endpoint, method, exc)
             raise from_grpc(exc) from exc
+        _log_call(self.endpoint, method)
         return answer
 
     async def watch(
@@ -146,6 +168,7 @@ class AsyncGrpcTransport:
         request = pb.WatchGameRequest(game_id=game_id)
         if after_version is not None:
             request.after_version = after_version
+        _log_call(self.endpoint, "WatchGame", status="opening the stream")
         call = self._stub().WatchGame(request, metadata=_metadata(token, self._extra))
         try:
             async for event in call:

@@ -14,8 +14,8 @@ from urllib.parse import quote
 import httpx
 from google.protobuf import json_format
 from google.protobuf.message import Message
+from railyard_api import game_service_pb2 as pb
 
-from railyard_client.api import game_service_pb2 as pb
 from railyard_client.errors import from_http, transport_error
 
 M = TypeVar("M", bound=Message)

@@ -13,8 +13,11 @@ A ``--module`` bot is a function ``choose(view, legal)`` of the seat's
 :class:`pb.GameView` and its :class:`pb.LegalMove` list, returning one of
 them (a LegalMove, a Move or a notation such as ``"5-12@p0"``).
 ``--level`` uses the engine's own bots (random, greedy, expert): they need
-the ``railyard`` package (the service's, ``pip install .`` at the repository
-root) importable; ``--module railyard_client.bot:heaviest`` needs nothing.
+the ``[bots]`` extra (``railyard-engine`` and ``railyard-api[engine]``), not
+the service; ``--module railyard_client.bot:heaviest`` needs nothing.
+
+It says two lines, one as it starts and the game's result at the end
+(``--quiet``: none; ``--verbose``: each move, and each call it makes).
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import grpc
+from railyard_api import game_service_pb2 as pb
 
-from railyard_client.api import game_service_pb2 as pb
 from railyard_client.client import Client
 from railyard_client.errors import RailyardError
 
@@ -58,8 +61,8 @@ def engine_chooser(level: str, budget: int | None = None) -> Chooser:
         from railyard_client import engine_view
     except ImportError as exc:
         raise SystemExit(
-            f"railyard-bot: --level {level} needs the engine (the railyard package: "
-            "pip install . at the repository root); use --module instead"
+            f"railyard-bot: --level {level} needs the engine: install the client with "
+            "its bots extra (pip install 'railyard-client[bots]'), or use --module"
         ) from exc
     return engine_view.chooser(level, budget)
 
@@ -118,6 +121,10 @@ class SeatBot:
                 view = fresh
                 continue
             move = _pick(self.choose(view, list(legal.moves)), legal.moves)
+            if log.isEnabledFor(logging.DEBUG):
+                notation = next((e.notation for e in legal.moves if e.move == move), "")
+                seat = view.viewer_seat
+                log.debug("seat %d plays %s at version %d", seat, notation, legal.version)
             try:
                 answer = self.client.apply_move(
                     self.game_id,
@@ -172,17 +179,35 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     how.add_argument("--level", choices=("random", "greedy", "expert"), help="an engine bot")
     how.add_argument("--module", help="module:function, choose(view, legal) -> move")
     parser.add_argument("--budget", type=int, help="the expert's search budget (playout moves)")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    talk = parser.add_mutually_exclusive_group()
+    talk.add_argument("--quiet", action="store_true", help="no lines but errors and warnings")
+    talk.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also a line for each move played and each HTTP or gRPC call made",
+    )
     return parser.parse_args(argv)
+
+
+def configure_logging(*, quiet: bool = False, verbose: bool = False) -> None:
+    """Two lines by default, the start and the result (this module's INFO);
+    ``quiet``: warnings and errors only; ``verbose``: also the moves, the
+    gRPC transport's calls (both DEBUG) and httpx's request lines (INFO).
+    Every other logger stays at WARNING: httpx says a line per call at INFO,
+    which for a whole game drowns the two lines that matter."""
+    logging.basicConfig(level=logging.WARNING, format="railyard-bot: %(message)s")
+    logging.getLogger("railyard_client").setLevel(logging.DEBUG if verbose else logging.WARNING)
+    logging.getLogger("httpx").setLevel(logging.INFO if verbose else logging.WARNING)
+    log.setLevel(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(
-        level=logging.WARNING if args.quiet else logging.INFO, format="railyard-bot: %(message)s"
-    )
+    configure_logging(quiet=args.quiet, verbose=args.verbose)
     urls = [u for arg in args.url for u in arg.split(",") if u]
     choose = module_chooser(args.module) if args.module else engine_chooser(args.level, args.budget)
+    how = f"--module {args.module}" if args.module else f"--level {args.level}"
+    log.info("game %s: playing its seat (%s) through %s", args.game, how, ", ".join(urls))
     with Client(urls, token=args.token) as client:
         bot = SeatBot(client, args.game, args.token, choose)
         try:

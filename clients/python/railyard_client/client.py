@@ -27,6 +27,7 @@ from collections.abc import (
 from typing import Protocol, TypeVar
 
 from google.protobuf.message import Message
+from railyard_api import game_service_pb2 as pb
 
 from railyard_client._common import (
     MoveLike,
@@ -41,7 +42,6 @@ from railyard_client._common import (
 )
 from railyard_client._grpc import AsyncGrpcTransport, GrpcTransport
 from railyard_client._http import AsyncHttpTransport, HttpTransport
-from railyard_client.api import game_service_pb2 as pb
 from railyard_client.errors import RailyardError
 
 M = TypeVar("M", bound=Message)

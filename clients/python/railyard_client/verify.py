@@ -20,7 +20,7 @@ from collections.abc import Iterator, MutableSequence, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from railyard_client.api import game_service_pb2 as pb
+from railyard_api import game_service_pb2 as pb
 
 T = TypeVar("T")
 Tile = tuple[int, int]

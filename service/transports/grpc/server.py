@@ -31,7 +31,7 @@ from grpc_health.v1 import health_pb2
 from grpc_health.v1.health import aio as health_aio  # type: ignore[attr-defined]
 from grpc_status import rpc_status
 
-from service.api import game_service_pb2 as pb
+from railyard_api import game_service_pb2 as pb
 from service.app import Caller, GameApp, errors
 from service.app.errors import DOMAIN, ServiceError
 from service.app.identity import TrustedProxies, api_key_of, grpc_peer_host, seat_token

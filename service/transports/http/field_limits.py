@@ -35,8 +35,9 @@ from engine.games.mexican_train.rules import (
     MIN_ROUNDS,
 )
 from engine.tiles import MAX_SET, MIN_SET
-from service.api import game_service_pb2 as pb
-from service.app import MAX_NAME, MAX_REQUEST_ID, MAX_SEED, convert
+from railyard_api import convert
+from railyard_api import game_service_pb2 as pb
+from service.app import MAX_NAME, MAX_REQUEST_ID, MAX_SEED
 from service.transports.http.openapi import Limits
 
 _RULESET: Final = pb.Ruleset.DESCRIPTOR
@@ -60,7 +61,7 @@ FIELD_LIMITS: Final[dict[str, Limits]] = {
     "railyard.v1.CreateGameRequest.seed": Limits(max_length=MAX_SEED),
     "railyard.v1.CreateGameRequest.request_id": Limits(max_length=MAX_REQUEST_ID),
     "railyard.v1.Player.display_name": Limits(max_length=MAX_NAME),
-    # Ruleset: service.app.convert.ruleset_from_proto,
+    # Ruleset: railyard_api.convert.ruleset_from_proto,
     # engine.games.mexican_train.rules.Ruleset._check and
     # engine.games.line.rules.LineRules.__post_init__.
     **{f"{_RULESET.full_name}.{option}": _set_values(option) for option in convert.RULESET_ENUMS},
@@ -84,7 +85,7 @@ FIELD_LIMITS: Final[dict[str, Limits]] = {
     "railyard.v1.Ruleset.boneyard_reserve": Limits(values=RESERVES),  # CL-DRAW-1
     "railyard.v1.Ruleset.target_score": Limits(minimum=MIN_TARGET_SCORE),  # CL-SC-2
     "railyard.v1.Ruleset.center_lines": Limits(values=CENTER_LINES),  # CL-CF-1
-    # ApplyMove: service.app.GameApp.apply_move and service.app.convert.move_from_proto.
+    # ApplyMove: service.app.GameApp.apply_move and railyard_api.convert.move_from_proto.
     "railyard.v1.ApplyMoveRequest.move": Limits(required=True),
     "railyard.v1.ApplyMoveRequest.request_id": Limits(max_length=MAX_REQUEST_ID),
     "railyard.v1.Move.action": Limits(required=True),

@@ -199,7 +199,7 @@ def _encoder(descriptor: Descriptor) -> _Convert:
             ]
     lines.append("    return out")
     # Made from our own descriptors, never from input, as dataclasses
-    # makes __init__: a generic loop over ListFields() took twice as long.
+    # makes __init__: a generic loop over ListFields() was slower.
     exec("\n".join(lines), names)
     encoder = _ENCODERS[descriptor.full_name] = names[f"encode_{descriptor.name}"]
     return cast(_Convert, encoder)

@@ -77,9 +77,9 @@ def _refusal(error: ServiceError, *headers: bytes) -> bytes:
 class CorkedTransport(asyncio.Transport):
     """A connection's transport whose writes of one turn of the event loop
     leave in one system call. uvicorn writes a response's head and its body
-    apart, two ``send`` calls a request where one does; on this machine a
-    send over loopback TCP cost about 8 us of CPU (the receiving side's
-    kernel work is charged to the sender), 4% of a move. What is written is
+    apart, two ``send`` calls a request where one does, and a send over
+    loopback TCP is a visible part of a move's CPU (the receiving side's
+    kernel work is charged to the sender). What is written is
     sent when the loop runs its next callbacks, in order with anything
     written after; closing (or ending the sending side) sends it first."""
 

@@ -46,7 +46,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as ASGIMessage
 
-from service.api import game_service_pb2 as pb
+from railyard_api import game_service_pb2 as pb
 from service.app import Caller, GameApp, errors
 from service.app.errors import ServiceError
 from service.app.identity import TrustedProxies, api_key_of, seat_token
@@ -102,7 +102,7 @@ def proto_response(message: Message) -> Response:
 
 
 def json_response(body: dict[str, Any]) -> Response:
-    # orjson: json.dumps of a view was a tenth of an HTTP move.
+    # orjson: json.dumps of a view was a large share of an HTTP move.
     return Response(orjson.dumps(body), media_type="application/json")
 
 
@@ -139,8 +139,8 @@ def _names(value: Any) -> int:
 def _decoded(raw: bytes) -> Any:
     """The JSON value of a body, a name given twice in one object refused.
 
-    orjson first: json with a Python hook for duplicate names cost 20 us a
-    move, a tenth of the application's work. orjson keeps the last of a
+    orjson first: json with a Python hook for duplicate names was a large
+    share of the application's work on a move. orjson keeps the last of a
     duplicate name, so its value is taken only when its objects hold as many
     names as the body has colons: each name is followed by one colon outside
     strings, and a colon inside a string only makes the count larger, so
@@ -299,8 +299,8 @@ def fast_apply_move(data: dict[str, Any], message: pb.ApplyMoveRequest) -> bool:
     (API.md's examples); False, touching nothing, when the body needs the
     general parser (other spellings, wrong types, errors to explain).
 
-    ``json_format.ParseDict`` cost 40 us per move, a tenth of the application's
-    work on an HTTP move; this costs a few."""
+    ``json_format.ParseDict`` was a large share of the application's work on
+    an HTTP move; this costs a small part of that."""
     if not data.keys() <= {"move", "expectedVersion", "requestId"}:
         return False
     version = data.get("expectedVersion")

@@ -1,1 +1,0 @@
-"""Generated from proto/railyard/v1 by scripts/gen-proto: do not edit."""
