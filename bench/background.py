@@ -31,6 +31,7 @@ import statistics  # noqa: E402
 import time  # noqa: E402
 
 from railyard_api import game_service_pb2 as pb  # noqa: E402
+from railyard_api.fields import message_of  # noqa: E402
 from service.app import Caller, GameApp  # noqa: E402
 from service.app.background import BackgroundPlayer  # noqa: E402
 from service.settings import Settings  # noqa: E402
@@ -67,7 +68,9 @@ async def main(games: int, rounds: int, parallel: int, processes: int = 1) -> No
         ids.append((created.game.game_id, expert))
     views: list[pb.GameView] = []
     while True:
-        views = [await app.get_game(game_id, Caller()) for game_id, _ in ids]
+        views = [
+            message_of(pb.GameView, await app.get_game(game_id, Caller())) for game_id, _ in ids
+        ]
         done = sum(v.status == pb.GAME_STATUS_FINISHED for v in views)
         print(f"\r{done}/{games} finished, {time.perf_counter() - began:.0f} s", end="", flush=True)
         if done == games:

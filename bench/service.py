@@ -113,6 +113,7 @@ import engine  # noqa: E402
 from railyard_api import convert  # noqa: E402
 from railyard_api import game_service_pb2 as pb  # noqa: E402
 from railyard_api import game_service_pb2_grpc as pb_grpc  # noqa: E402
+from railyard_api.fields import build  # noqa: E402
 
 #: Issue 23's targets: p99 at 50 clients on both transports; server CPU a
 #: gRPC move.
@@ -1165,15 +1166,17 @@ def app_breakdown(players: int, preset: str, rounds: int, games: int = 12) -> li
             events = [convert.redact(m, seat) for m in messages]
         with timed("engine.build_view"):
             view = engine.build_view(game, seat)
-        with timed("the response: convert.view_to_proto, events copied in"):
-            response = pb.ApplyMoveResponse(events=events)
-            convert.view_to_proto(view, game_id, names, bots, into=response.game)
+        with timed("the response's fields: convert.view_fields"):
+            answer = {
+                "game": convert.view_fields(view, game_id, names, bots),
+                "events": events,
+            }
         with timed("engine state to JSON (orjson)"):
             orjson.dumps(game.to_dict())
-        with timed("gRPC: serialize the response"):
-            sizes["gRPC"] += len(response.SerializeToString())
-        with timed("HTTP: the response to JSON (service.transports.http.jsonwire)"):
-            as_dict = jsonwire.to_dict(response)
+        with timed("gRPC: the response message from its fields, serialized"):
+            sizes["gRPC"] += len(build(pb.ApplyMoveResponse(), answer).SerializeToString())
+        with timed("HTTP: the response's JSON from its fields (jsonwire)"):
+            as_dict = jsonwire.fields_to_dict(pb.ApplyMoveResponse.DESCRIPTOR, answer)
         with timed("HTTP: orjson.dumps of the response"):
             sizes["HTTP"] += len(orjson.dumps(as_dict))
         del payloads

@@ -27,6 +27,7 @@ import pytest
 import engine
 from railyard_api import convert
 from railyard_api import game_service_pb2 as pb
+from railyard_api.fields import message_of
 from service.app import Caller, GameApp
 from service.app.background import BackgroundPlayer
 from service.app.errors import ServiceError
@@ -152,7 +153,7 @@ def test_a_game_of_bots_only_is_created_at_once_and_played_live_in_memory() -> N
         assert final.over
         # Live: every version came to the watcher, in order, one commit each.
         assert sorted(set(watched)) == list(range(1, final.version + 1))
-        view = await app.get_game(game_id, Caller())
+        view = message_of(pb.GameView, await app.get_game(game_id, Caller()))
         assert view.status == pb.GAME_STATUS_FINISHED
         # Finished: the due entry is gone.
         assert await store.claim_due("x", 1, 10) == []
@@ -228,12 +229,12 @@ def test_a_person_out_of_time_is_played_for_once_then_the_bots_and_a_new_timer()
         created = await app.create_game(request, Caller())
         game_id = created.game.game_id
         token = created.seats[0].token
-        view = await app.get_game(game_id, Caller(token=token))
+        view = message_of(pb.GameView, await app.get_game(game_id, Caller(token=token)))
         assert view.turn_timeout_seconds == 1
         assert view.current_seat == 0, "the bot moved until the person is to"
         deadline = view.turn_deadline.ToMilliseconds()
         assert 0 < deadline - time.time() * 1000 <= 1000
-        as_json = to_dict(await app.get_game(game_id, Caller(token=token)))
+        as_json = to_dict(message_of(pb.GameView, await app.get_game(game_id, Caller(token=token))))
         assert as_json["turnTimeoutSeconds"] == 1
         assert as_json["turnDeadline"] == view.turn_deadline.ToJsonString()
         before = view.version
@@ -241,7 +242,7 @@ def test_a_person_out_of_time_is_played_for_once_then_the_bots_and_a_new_timer()
         player.start()
         try:
             for _ in range(200):
-                now = await app.get_game(game_id, Caller())
+                now = message_of(pb.GameView, await app.get_game(game_id, Caller()))
                 if now.version > before:
                     break
                 await asyncio.sleep(0.02)
@@ -254,7 +255,7 @@ def test_a_person_out_of_time_is_played_for_once_then_the_bots_and_a_new_timer()
         # Once: the player stopped within the next timeout.
         assert [(e.version, e.turn_timed_out.seat) for e in timed_out] == [(before + 1, 0)]
         assert logged[0] == timed_out[0], "said before the move it explains"
-        final = await app.get_game(game_id, Caller())
+        final = message_of(pb.GameView, await app.get_game(game_id, Caller()))
         if final.status == pb.GAME_STATUS_IN_PROGRESS and final.current_seat == 0:
             # The greedy seat played after it, and Ann has a new whole timeout.
             assert final.turn_deadline.ToMilliseconds() > deadline

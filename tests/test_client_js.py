@@ -23,6 +23,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from railyard_api import game_service_pb2 as pb
+from railyard_api.fields import message_of
 from service.app import Caller, GameApp
 from service.settings import Settings
 from service.store.redis import RedisStore
@@ -128,7 +130,11 @@ def test_js_example_plays_a_game(redis_url: str) -> None:
                 env={},
             )
             found = re.search(r"^game (\w+) over at version \d+", output, re.MULTILINE)
-            view = to_dict(await app.get_game(found[1], Caller())) if found else None
+            view = (
+                to_dict(message_of(pb.GameView, await app.get_game(found[1], Caller())))
+                if found
+                else None
+            )
             return code, output, view
 
     code, output, view = run(main())

@@ -1,10 +1,13 @@
-"""A view has one wire form, the GameView message (convert.view_to_proto),
-and one JSON encoder (service.transports.http.jsonwire) for HTTP. The message must be exactly
-the one the protobuf API fills field by field from the engine's view (the
-trains are copied from those of earlier views: a stale one would show here),
-and its JSON, events' and the HTTP answers' exactly what MessageToDict writes
-for the gRPC answer: checked on every position of real games of every
-preset, for every seat and a spectator."""
+"""A view has one description on the wire, its fields (convert.view_fields),
+which gRPC builds its GameView message from (convert.view_to_proto) and
+HTTP writes as JSON (service.transports.http.jsonwire) with no message in
+between. The message must be exactly the one the protobuf API fills field
+by field from the engine's view (the trains are copied from those of
+earlier views: a stale one would show here), and its JSON, events' and the
+HTTP answers' exactly what MessageToDict writes for the gRPC answer, byte
+for byte whether written from the fields or from the message: checked on
+every position of real games of every preset, for every seat and a
+spectator."""
 
 from __future__ import annotations
 
@@ -13,15 +16,17 @@ import dataclasses
 import random
 
 import httpx
+import orjson
 import pytest
 from google.protobuf import json_format
 
 import engine
 from railyard_api import convert
 from railyard_api import game_service_pb2 as pb
+from railyard_api.fields import message_of
 from service.app import Caller, GameApp
 from service.store.memory import MemoryStore
-from service.transports.http.jsonwire import to_dict
+from service.transports.http.jsonwire import fields_to_dict, to_dict
 from service.transports.http.server import create_http_app
 from tests.presets import players_for
 
@@ -94,6 +99,16 @@ def assert_same_message(view: engine.GameView, names: tuple[str, ...], bots: tup
     assert got.SerializeToString(deterministic=True) == expected.SerializeToString(
         deterministic=True
     )
+    assert_same_json(convert.view_fields(view, "g" * 20, names, bots), expected)
+
+
+def assert_same_json(fields: dict[str, object], message: pb.GameView) -> None:
+    """The JSON written from a view's fields is MessageToDict's of its
+    message, and the very bytes written from the message (a retry's answer,
+    remembered as a message, repeats the first one's bytes)."""
+    written = fields_to_dict(pb.GameView.DESCRIPTOR, fields)
+    assert written == json_format.MessageToDict(message)
+    assert orjson.dumps(written) == orjson.dumps(to_dict(message))
 
 
 @pytest.mark.parametrize("preset", sorted(engine.PRESETS))
@@ -162,6 +177,7 @@ def test_view_json_equals_message_to_dict(preset: str, players: int) -> None:
             caller_seed = seat == 0  # both values of GameView.seedFromCaller
             message = convert.view_to_proto(view, "g" * 20, names, bots, caller_seed)
             assert to_dict(message) == json_format.MessageToDict(message)
+            assert_same_json(convert.view_fields(view, "g" * 20, names, bots, caller_seed), message)
             checked += 1
         if game.over:
             break
@@ -253,7 +269,10 @@ def test_http_answers_equal_the_grpc_answers_in_json() -> None:
                 # remembered as a message, and its JSON must not change.
                 rid = f"r{moves}" if moves % 10 == 0 else ""
                 request = pb.ApplyMoveRequest(game_id=game_id, move=move, request_id=rid)
-                answer = await grpc_side.apply_move(request, Caller(tokens[0][seat]))
+                answer = message_of(
+                    pb.ApplyMoveResponse,
+                    await grpc_side.apply_move(request, Caller(tokens[0][seat])),
+                )
                 body = {"move": json_format.MessageToDict(move), "requestId": rid}
                 url = f"/v1/games/{game_id}/moves"
                 applied = await http.post(url, json=body, headers=auth(seat))
@@ -265,7 +284,9 @@ def test_http_answers_equal_the_grpc_answers_in_json() -> None:
                     (Caller(tokens[0][other]), auth(other)),
                 ):
                     got = await http.get(f"/v1/games/{game_id}", headers=headers)
-                    expected = await grpc_side.get_game(game_id, grpc_caller)
+                    expected = message_of(
+                        pb.GameView, await grpc_side.get_game(game_id, grpc_caller)
+                    )
                     assert got.json() == json_format.MessageToDict(expected)
                 if rid:
                     again = await http.post(url, json=body, headers=auth(seat))

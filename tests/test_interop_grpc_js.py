@@ -35,6 +35,8 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from railyard_api import game_service_pb2 as pb
+from railyard_api.fields import message_of
 from service.app import Caller, GameApp
 from service.settings import Settings
 from service.store import Store
@@ -234,7 +236,7 @@ async def play(client: Client, store_kind: str, redis_url: str | None) -> Outcom
             game = None
             game_id = re.search(r'"game":\{"gameId":"(\w+)"', out)
             if game_id:
-                game = to_dict(await app.get_game(game_id[1], Caller()))
+                game = to_dict(message_of(pb.GameView, await app.get_game(game_id[1], Caller())))
             return Outcome(code, out, err, app.watching, grpc_calls(app), game)
     finally:
         app.close()

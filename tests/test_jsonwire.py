@@ -13,6 +13,7 @@ from google.protobuf.message import Message
 
 import engine
 from railyard_api import game_service_pb2 as pb
+from railyard_api.fields import message_of
 from service.app import Caller, GameApp
 from service.store.memory import MemoryStore
 from service.transports.http import jsonwire
@@ -43,11 +44,14 @@ async def _messages(preset: str, seed: str) -> list[Message]:
     while view.status != pb.GAME_STATUS_FINISHED:
         seat = view.current_seat
         legal = await app.list_legal_moves(game_id, Caller(tokens[seat]))
-        applied = await app.apply_move(
-            pb.ApplyMoveRequest(game_id=game_id, move=rng.choice(list(legal.moves)).move),
-            Caller(tokens[seat]),
+        applied = message_of(
+            pb.ApplyMoveResponse,
+            await app.apply_move(
+                pb.ApplyMoveRequest(game_id=game_id, move=rng.choice(list(legal.moves)).move),
+                Caller(tokens[seat]),
+            ),
         )
-        out += [legal, applied, await app.get_game(game_id, Caller())]
+        out += [legal, applied, message_of(pb.GameView, await app.get_game(game_id, Caller()))]
         view = applied.game
     out.append(await app.get_game_log(game_id, Caller()))
     return out

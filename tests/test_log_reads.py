@@ -17,6 +17,7 @@ import pytest
 
 from railyard_api import game_service_pb2 as pb
 from railyard_api import game_service_pb2_grpc as pb_grpc
+from railyard_api.fields import message_of
 from service.app import Caller, GameApp
 from service.app.errors import ServiceError
 from service.app.history import KEPT_SECONDS, FinishedLogs
@@ -130,7 +131,7 @@ def test_an_unfinished_games_log_is_never_kept(url: str | None) -> None:
             before = await app.get_game_log(game_id, SPECTATOR)
             assert store.reads == 1
             assert not before.seed
-            view = await app.get_game(game_id, Caller())
+            view = message_of(pb.GameView, await app.get_game(game_id, Caller()))
             legal = await app.list_legal_moves(game_id, Caller(tokens[view.current_seat]))
             move = pb.ApplyMoveRequest(game_id=game_id, move=legal.moves[0].move)
             await app.apply_move(move, Caller(tokens[view.current_seat]))

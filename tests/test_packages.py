@@ -96,7 +96,11 @@ def test_the_packages_share_one_version_the_changelog_names() -> None:
             if requirement.startswith("railyard"):
                 assert found, requirement
                 assert found.group(3) == version, requirement
-    newest = re.search(r"^## \[([^\]]+)\]", (ROOT / "CHANGELOG.md").read_text(), re.M)
+    # The newest release (Keep a Changelog's "Unreleased" above it gathers
+    # what the next one will hold).
+    newest = re.search(
+        r"^## \[(?!Unreleased\])([^\]]+)\]", (ROOT / "CHANGELOG.md").read_text(), re.M
+    )
     assert newest is not None
     assert newest.group(1) == version
 

@@ -17,6 +17,7 @@ import pytest
 
 import engine
 from railyard_api import game_service_pb2 as pb
+from railyard_api.fields import message_of
 from service.app import Caller, GameApp
 from service.app.bots import LEVELS, BotPlayer, BotsBusyError, BotTurns, play_turns
 from service.app.errors import ServiceError
@@ -52,7 +53,7 @@ async def _play(app: GameApp, level: int, seed: str) -> list[str]:
         assert view.current_seat == 0, "bots move until the person is to move"
         legal = await app.list_legal_moves(game_id, me)
         request = pb.ApplyMoveRequest(game_id=game_id, move=rng.choice(list(legal.moves)).move)
-        view = (await app.apply_move(request, me)).game
+        view = message_of(pb.ApplyMoveResponse, await app.apply_move(request, me)).game
     log = await app.get_game_log(game_id, Caller())
     return [str(e) for e in log.events]
 

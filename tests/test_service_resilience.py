@@ -41,6 +41,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from railyard_api import game_service_pb2 as pb
 from railyard_api import game_service_pb2_grpc as pb_grpc
+from railyard_api.fields import message_of
 from service.app import Caller, GameApp
 from service.app.errors import ServiceError
 from service.settings import Settings
@@ -1111,7 +1112,7 @@ def test_shared_rate_limit_never_turns_an_outage_into_a_429() -> None:
         try:
             for _ in range(3):
                 with pytest.raises(ServiceError) as refused:
-                    await app.get_game("0" * 20, Caller(token="t"))
+                    message_of(pb.GameView, await app.get_game("0" * 20, Caller(token="t")))
                 assert refused.value.reason == "STORE_UNAVAILABLE"
         finally:
             app.close()

@@ -11,6 +11,7 @@ import pytest
 from google.protobuf import json_format
 
 from railyard_api import game_service_pb2 as pb
+from railyard_api.fields import message_of
 from service.app import Caller, GameApp
 from service.app.errors import ServiceError
 from service.settings import Settings
@@ -71,7 +72,7 @@ def test_store_unavailable_is_counted() -> None:
         try:
             for _ in range(3):
                 with pytest.raises(ServiceError) as refused:
-                    await app.get_game("0" * 20, Caller())
+                    message_of(pb.GameView, await app.get_game("0" * 20, Caller()))
                 assert refused.value.reason == "STORE_UNAVAILABLE"
             assert metric(app.metrics.exposition(), "railyard_store_unavailable_total") == 3
         finally:
@@ -92,7 +93,7 @@ def test_memory_store_corrupt_state_too() -> None:
         held = store._games[game_id]
         held.record = type(held.record)(game_id, held.record.version, b"{}", held.record.meta)
         with pytest.raises(ServiceError) as refused:
-            await app.get_game(game_id, Caller())
+            message_of(pb.GameView, await app.get_game(game_id, Caller()))
         assert (refused.value.code, refused.value.reason) == (
             grpc.StatusCode.DATA_LOSS,
             "CORRUPT_STATE",

@@ -21,6 +21,7 @@ from opentelemetry.trace import TracerProvider
 import engine
 from railyard_api import convert
 from railyard_api import game_service_pb2 as pb
+from railyard_api.fields import Fields, build
 from service.app import errors as err
 from service.app import idempotency
 from service.app.admission import Admission, Caller, Place, seat_of
@@ -347,9 +348,10 @@ class GameApp:
             await self.game_finished(game_id, seats)
         return response
 
-    async def get_game(self, game_id: str, caller: Caller) -> pb.GameView:
+    async def get_game(self, game_id: str, caller: Caller) -> Fields:
+        """The caller's GameView, as its fields (railyard_api.fields)."""
         loaded, seat = await self._admission.seated(game_id, caller, required=False)
-        return loaded.view(seat)
+        return loaded.view_fields(seat)
 
     async def list_legal_moves(self, game_id: str, caller: Caller) -> pb.ListLegalMovesResponse:
         loaded, seat = await self._admission.seated(game_id, caller, required=True)
@@ -362,7 +364,9 @@ class GameApp:
 
     async def apply_move(
         self, request: pb.ApplyMoveRequest, caller: Caller
-    ) -> pb.ApplyMoveResponse:
+    ) -> Fields | pb.ApplyMoveResponse:
+        """The ApplyMoveResponse: its fields (railyard_api.fields), or, for a
+        retry under a request id, the message remembered."""
         games = self._games
         if not caller.token:
             await self._admission.admit_address(caller)
@@ -407,8 +411,10 @@ class GameApp:
             loaded.game = game  # (the state a bot worker sent back, if one played)
             deadline = games.deadline(game, loaded.seats)
             loaded.deadline_ms = deadline  # (for the answer's view)
-            answer = pb.ApplyMoveResponse(events=[convert.redact(m, seat) for m in messages])
-            loaded.view(seat, into=answer.game)
+            answer = {
+                "game": loaded.view_fields(seat),
+                "events": [convert.redact(m, seat) for m in messages],
+            }
             try:
                 result = await games.commit(
                     request.game_id,
@@ -419,7 +425,9 @@ class GameApp:
                     key,
                     # A retry must get these very bytes back: remember the
                     # message, after what the request asked for.
-                    idempotency.REMEMBERED + fingerprint + answer.SerializeToString()
+                    idempotency.REMEMBERED
+                    + fingerprint
+                    + build(pb.ApplyMoveResponse(), answer).SerializeToString()
                     if key
                     else None,
                     deadline=deadline,

@@ -17,13 +17,15 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import orjson
+from google.protobuf.timestamp_pb2 import Timestamp
 
 import engine
 from railyard_api import convert
 from railyard_api import game_service_pb2 as pb
+from railyard_api.fields import build
 from service.app import errors as err
 from service.app.errors import ServiceError
 from service.ops.telemetry import Metrics
@@ -148,18 +150,26 @@ class Loaded:
         loaded.game = game
         return loaded
 
-    def view(self, seat: int | None, into: pb.GameView | None = None) -> pb.GameView:
-        """The game as ``seat`` sees it (None: a spectator), the turn's timer included."""
+    def view_fields(self, seat: int | None) -> dict[str, Any]:
+        """The game as ``seat`` sees it (None: a spectator), the turn's timer
+        included: a GameView's fields (railyard_api.fields), which each
+        transport writes out."""
         view = engine.build_view(self.game, seat)
         seats = self.seats
-        message = convert.view_to_proto(
-            view, self.record.game_id, seats.names, seats.bots, seats.seed_from_caller, into
+        fields = convert.view_fields(
+            view, self.record.game_id, seats.names, seats.bots, seats.seed_from_caller
         )
         if seats.turn_timeout:
-            message.turn_timeout_seconds = seats.turn_timeout
+            fields["turn_timeout_seconds"] = seats.turn_timeout
             if self.deadline_ms and not self.game.over:
-                message.turn_deadline.FromMilliseconds(self.deadline_ms)
-        return message
+                deadline = Timestamp()
+                deadline.FromMilliseconds(self.deadline_ms)
+                fields["turn_deadline"] = deadline
+        return fields
+
+    def view(self, seat: int | None) -> pb.GameView:
+        """:meth:`view_fields` as a message."""
+        return build(pb.GameView(), self.view_fields(seat))
 
 
 def state_bytes(game: engine.GameState) -> bytes:

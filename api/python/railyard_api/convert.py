@@ -34,6 +34,7 @@ from engine.view import (
     TurnView,
 )
 from railyard_api import game_service_pb2 as pb
+from railyard_api.fields import Fields, build
 
 
 class ConversionError(ValueError):
@@ -144,6 +145,10 @@ def _ruleset_message(ruleset: engine.Rules) -> pb.Ruleset:
 # ---------------------------------------------------------------- moves
 
 
+def _tile_fields(a: int, b: int) -> Fields:
+    return {"a": a, "b": b}
+
+
 def tile_to_proto(tile: Tile) -> pb.Tile:
     return pb.Tile(a=tile.a, b=tile.b)
 
@@ -213,26 +218,107 @@ def move_to_proto(move: Move) -> pb.Move:
 
 # ---------------------------------------------------------------- views
 
-#: Every oriented tile (``a > b`` in trains too) as a Tile message to copy
-#: from, never mutated: ``extend`` copies a run of tiles in one C loop, where
-#: ``add(a=..., b=...)`` is a Python call per tile.
-_TILES: Final = {Tile(a, b): pb.Tile(a=a, b=b) for a in range(32) for b in range(32)}
+#: Every oriented tile (``a > b`` in trains too) as its fields, shared by
+#: every view (railyard_api.fields.SHARED): tiles are most of a view.
+_TILES: Final = {Tile(a, b): _tile_fields(a, b) for a in range(32) for b in range(32)}
+
+
+def _ref_fields(ref: TrainRef) -> Fields:
+    if ref.kind is TrainKind.SEAT:
+        out: dict[str, Any] = {"seat": ref.number}
+    elif ref.kind is TrainKind.MEXICAN:
+        out = {"mexican": ref.number}
+    else:
+        out = {"line": {}}
+    if ref.end:
+        out["end"] = ref.end
+    return out
 
 
 @functools.lru_cache(maxsize=4096)
-def _train_message(train: TrainView) -> pb.TrainView:
+def _train_fields(train: TrainView) -> Fields:
     """One train of a view. Trains are most of a view, and a move changes one
-    of them: the others are copied (in C) from the message built for them
-    before. Never mutated (callers copy it)."""
-    message = pb.TrainView(open_ends=train.open_ends, marker=train.marker)
-    _set_ref(message.ref, train.ref)
-    message.tiles.extend(map(_TILES.__getitem__, train.tiles))
-    for br in train.branches:  # MT-DBL-7
-        # parent_end and open_end are optional: None leaves them unset, 0 is
-        # written.
-        branch = message.branches.add(end=br.end, parent_end=br.parent_end, open_end=br.open_end)
-        branch.tiles.extend(map(_TILES.__getitem__, br.tiles))
-    return message
+    of them: the others are the very dicts of earlier views, which each
+    writer has written before (railyard_api.fields.SHARED)."""
+    return {
+        "ref": _ref_fields(train.ref),
+        "tiles": [_TILES[t] for t in train.tiles],
+        "open_ends": train.open_ends,
+        "marker": train.marker,
+        "branches": [  # MT-DBL-7
+            # parent_end and open_end are optional: None leaves them unset, 0
+            # is written.
+            {
+                "end": br.end,
+                "parent_end": br.parent_end,
+                "open_end": br.open_end,
+                "tiles": [_TILES[t] for t in br.tiles],
+            }
+            for br in train.branches
+        ],
+    }
+
+
+def view_fields(
+    view: GameView,
+    game_id: str,
+    names: Sequence[str],
+    bots: Sequence[int],
+    seed_from_caller: bool = False,
+) -> dict[str, Any]:
+    """The GameView of an engine view (already filtered for its viewer) as
+    its fields (railyard_api.fields), which gRPC builds its message from and
+    HTTP writes as JSON: the one description of a view on the wire."""
+    turn = view.turn
+    line = view.line
+    return {
+        "game_id": game_id,
+        "version": view.version,
+        "status": _STATUS[view.status],
+        "ruleset": _ruleset_message(view.ruleset),
+        "round": view.round,
+        "rounds_total": view.rounds_total,
+        "engine": None if view.engine is None else _TILES[view.engine],
+        "current_seat": view.current_seat,
+        "boneyard_count": view.boneyard_count,
+        "players": [
+            {
+                "seat": p.seat,
+                "display_name": names[p.seat],
+                "hand_count": p.hand_count,
+                "marker": p.marker,
+                "score": p.score,
+                "round_scores": p.round_scores,
+                "bot": bots[p.seat],
+            }
+            for p in view.players
+        ],
+        "trains": [_train_fields(t) for t in view.trains],
+        "open_doubles": [
+            {"train": _ref_fields(d.train), "value": d.value, "answers": d.answers}
+            for d in view.open_doubles
+        ],
+        "turn": None
+        if turn is None
+        else {
+            "owes_tile": turn.owes_tile,
+            "drew_this_turn": turn.drew_this_turn,
+            "first_turn": turn.first_turn,
+        },
+        # The seat's own view only.
+        "hand": [_TILES[t] for t in view.hand] if view.hand else None,
+        "viewer_seat": view.viewer_seat,
+        "seed_sha256": view.seed_sha256,
+        "seed": view.seed,
+        "winners": view.winners,
+        "seed_from_caller": seed_from_caller,
+        # The classic games (API.md): there before the opening too.
+        "line": None
+        if line is None
+        else {"tiles": [_TILES[t] for t in line.tiles], "open_ends": line.open_ends},
+        "teams": [{"seats": t.seats, "score": t.score} for t in view.teams],
+        "target_score": view.target_score,
+    }
 
 
 def view_to_proto(
@@ -243,65 +329,10 @@ def view_to_proto(
     seed_from_caller: bool = False,
     into: pb.GameView | None = None,
 ) -> pb.GameView:
-    """The wire form of an engine view (already filtered for its viewer),
-    written into ``into`` when given (a response's field: no copy).
-
-    Nested messages are filled in place (``add()``, attribute sets), not
-    built apart and copied in, which costs more; but for the
-    trains, copied from those of earlier views (:func:`_train_message`).
-    """
+    """The GameView message of an engine view (:func:`view_fields`), written
+    into ``into`` when given (a response's field: no copy)."""
     message = pb.GameView() if into is None else into
-    message.game_id = game_id
-    message.version = view.version
-    message.status = _STATUS[view.status]
-    message.round = view.round
-    message.rounds_total = view.rounds_total
-    message.boneyard_count = view.boneyard_count
-    message.seed_sha256 = view.seed_sha256
-    message.winners.extend(view.winners)
-    message.seed_from_caller = seed_from_caller
-    message.ruleset.CopyFrom(_ruleset_message(view.ruleset))
-    if view.engine is not None:
-        message.engine.a = view.engine.a
-        message.engine.b = view.engine.b
-    if view.current_seat is not None:
-        message.current_seat = view.current_seat
-    if view.viewer_seat is not None:
-        message.viewer_seat = view.viewer_seat
-    if view.seed is not None:
-        message.seed = view.seed
-    if view.turn is not None:
-        turn = message.turn
-        turn.owes_tile = view.turn.owes_tile
-        turn.drew_this_turn = view.turn.drew_this_turn
-        turn.first_turn = view.turn.first_turn
-    add_player = message.players.add
-    for p in view.players:
-        add_player(
-            seat=p.seat,
-            display_name=names[p.seat],
-            hand_count=p.hand_count,
-            marker=p.marker,
-            score=p.score,
-            round_scores=p.round_scores,
-            bot=bots[p.seat],
-        )
-    add_train = message.trains.add
-    for train in view.trains:
-        add_train().CopyFrom(_train_message(train))
-    if view.hand:  # the seat's own view only
-        message.hand.extend(map(_TILES.__getitem__, view.hand))
-    for d in view.open_doubles:
-        double = message.open_doubles.add(value=d.value, answers=d.answers)
-        _set_ref(double.train, d.train)
-    if view.line is not None:  # the classic games (API.md)
-        message.line.tiles.extend(map(_TILES.__getitem__, view.line.tiles))
-        message.line.open_ends.extend(view.line.open_ends)
-        message.line.SetInParent()  # present before the opening too
-    for team in view.teams:
-        message.teams.add(seats=team.seats, score=team.score)
-    message.target_score = view.target_score
-    return message
+    return build(message, view_fields(view, game_id, names, bots, seed_from_caller))
 
 
 def _set_ref(message: pb.TrainRef, ref: TrainRef) -> None:

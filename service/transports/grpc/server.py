@@ -32,6 +32,7 @@ from grpc_health.v1.health import aio as health_aio  # type: ignore[attr-defined
 from grpc_status import rpc_status
 
 from railyard_api import game_service_pb2 as pb
+from railyard_api.fields import build, message_of
 from service.app import Caller, GameApp, errors
 from service.app.errors import DOMAIN, ServiceError
 from service.app.identity import TrustedProxies, api_key_of, grpc_peer_host, seat_token
@@ -271,9 +272,10 @@ class GameServicer:
     async def GetGame(  # noqa: N802
         self, request: pb.GetGameRequest, context: Context
     ) -> pb.GameView:
-        return await self._run(
+        fields = await self._run(
             "GetGame", context, lambda caller: self.app.get_game(request.game_id, caller)
         )
+        return build(pb.GameView(), fields)
 
     async def ListLegalMoves(  # noqa: N802
         self, request: pb.ListLegalMovesRequest, context: Context
@@ -287,9 +289,10 @@ class GameServicer:
     async def ApplyMove(  # noqa: N802
         self, request: pb.ApplyMoveRequest, context: Context
     ) -> pb.ApplyMoveResponse:
-        return await self._run(
+        answer = await self._run(
             "ApplyMove", context, lambda caller: self.app.apply_move(request, caller)
         )
+        return message_of(pb.ApplyMoveResponse, answer)
 
     async def WatchGame(  # noqa: N802
         self, request: pb.WatchGameRequest, context: Context

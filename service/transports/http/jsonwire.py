@@ -6,25 +6,28 @@ input, what the mapping does not allow and ``json_format`` does not refuse
 ``json_format.MessageToDict`` walks every field of every message in Python,
 choosing each one's conversion as it goes, and was the largest single cost
 of an HTTP move (a view holds every train's tiles). Here each message type
-gets its own encoder, made once from its descriptor (:func:`_encoder`): one
+gets its encoder made once from its descriptor (:func:`_encoder`): one
 statement per field, written only when set (the mapping's "empty fields
-omitted"); and the JSON of the messages a game's answers repeat unchanged
-(its ruleset, its trains) is looked up by their bytes.
-``tests/test_jsonwire.py`` and ``tests/test_convert_json.py`` check the
-output equals ``MessageToDict`` on real games' views, events and responses.
+omitted"). It reads a message, or the same message given as its fields
+(railyard_api.fields: a view and a move's answer, which then never become
+a message at all); the JSON of what a game's answers repeat unchanged (its
+ruleset, its trains) is remembered. ``tests/test_jsonwire.py`` and
+``tests/test_convert_json.py`` check the output equals ``MessageToDict``
+on real games' views, events and responses, and is the same bytes from
+fields as from the message.
 """
 
 from __future__ import annotations
 
 import json
-import keyword
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final, cast
 
 from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 from google.protobuf.message import Message
 
+from railyard_api.fields import SHARED, Fields, attribute, identity_memo
 from service.app import errors
 
 _Convert = Callable[[Any], Any]
@@ -62,7 +65,11 @@ _TILES: Final = {(a, b): _tile_json(a, b) for a in range(32) for b in range(32)}
 
 
 def _tile(tile: Any) -> dict[str, int]:
-    a, b = tile.a, tile.b
+    """A Tile message, or its fields (railyard_api.fields)."""
+    if type(tile) is dict:
+        a, b = tile.get("a") or 0, tile.get("b") or 0
+    else:
+        a, b = tile.a, tile.b
     return _TILES.get((a, b)) or _tile_json(a, b)
 
 
@@ -111,22 +118,30 @@ def _memoized(convert: _Convert) -> _Convert:
     return lookup
 
 
-def _value(field: FieldDescriptor, names: dict[str, Any]) -> str | None:
+def _value(field: FieldDescriptor, names: dict[str, Any], fields: bool) -> str | None:
     """The expression converting one value ``x`` of ``field`` to JSON (the
     names it uses put in ``names``), or None when the generic printer must
-    handle the message (maps, bytes, floats, other well-known types)."""
+    handle the message (maps, bytes, floats, other well-known types).
+    ``fields``: ``x`` may be a fields dict (railyard_api.fields) as well as
+    a message."""
     message = field.message_type
     if message is not None:
         if message.GetOptions().map_entry:
             return None
         if message.full_name.startswith(_WKT + ".") and message.full_name not in _SPECIAL:
             return None
-        convert = _SPECIAL.get(message.full_name) or _encoder(message)
+        name = "_m_" + message.full_name.replace(".", "_")
+        convert = _SPECIAL.get(message.full_name) or _encoder(message, fields=False)
         if message.full_name in _MEMOIZED:
             convert = _memoized(convert)
-        name = "_m_" + message.full_name.replace(".", "_")
         names[name] = convert
-        return f"{name}(x)"
+        if not fields or message.full_name.startswith(_WKT + "."):
+            return f"{name}(x)"  # (a well-known type is given as its message)
+        of_fields = _SPECIAL.get(message.full_name) or _encoder(message, fields=True)
+        if message.full_name in SHARED:
+            of_fields = identity_memo(of_fields)
+        names["_f" + name] = of_fields
+        return f"(_f{name}(x) if type(x) is dict else {name}(x))"
     if field.type == FieldDescriptor.TYPE_ENUM and field.enum_type is not None:
         name = "_e_" + field.enum_type.full_name.replace(".", "_")
         names[name] = _EnumNames({v.number: v.name for v in field.enum_type.values}).__getitem__
@@ -138,70 +153,93 @@ def _value(field: FieldDescriptor, names: dict[str, Any]) -> str | None:
     return None
 
 
-#: Each message type's encoder, made once from its descriptor.
-_ENCODERS: dict[str, _Convert] = {}
+#: Each message type's encoders, made once from its descriptor: of its
+#: messages (False) and of its fields dicts (True).
+_ENCODERS: dict[tuple[str, bool], _Convert] = {}
 
 
-def _encoder(descriptor: Descriptor) -> _Convert:
-    """The function writing ``descriptor``'s messages as JSON: Python source
-    made from the descriptor, one statement per field, so a field is read
-    by its name (C) with no lookup per field at run time. A field is written
-    when it is set: a non-empty list, a set field of a oneof, a field with
-    presence (a message, ``optional``) that is present, any other one that
-    is not its zero value, as the mapping says."""
-    found = _ENCODERS.get(descriptor.full_name)
+def _encoder(descriptor: Descriptor, fields: bool) -> _Convert:
+    """The function writing ``descriptor``'s messages (or, ``fields``, their
+    fields dicts) as JSON: Python source made from the descriptor, one
+    statement per field, so a field is read by its name with no lookup per
+    field at run time. A field is written when it is set: a non-empty list,
+    a set field of a oneof, a field with presence (a message, ``optional``)
+    that is present, any other one that is not its zero value, as the
+    mapping says; in a fields dict, a field is set as
+    railyard_api.fields says, to the same effect."""
+    key = (descriptor.full_name, fields)
+    found = _ENCODERS.get(key)
     if found is not None:
         return found
-    # Known before its fields are: a message type may hold itself, and its
-    # encoder then calls itself through to_dict.
-    _ENCODERS[descriptor.full_name] = to_dict
-    names: dict[str, Any] = {"str": str}
+
+    # Known before its fields are: a message type may hold itself.
+    def later(message: Any) -> Any:
+        return _ENCODERS[key](message)
+
+    _ENCODERS[key] = later
+    names: dict[str, Any] = {"str": str, "dict": dict}
     lines = [f"def encode_{descriptor.name}(m):", "    out = {}"]
-    oneofs: dict[str, list[FieldDescriptor]] = {}
+    # Keys in the fields' order (a oneof where its first member is), the
+    # same for a message and its fields dict: a retry repeats its first
+    # answer's bytes.
     for field in descriptor.fields:
         oneof = field.containing_oneof
         if oneof is not None and not _synthetic(oneof):
-            oneofs.setdefault(oneof.name, []).append(field)
+            if field is not oneof.fields[0]:
+                continue
+            if fields:  # (at most one member is given)
+                for member in oneof.fields:
+                    value = _value(member, names, fields)
+                    if value is None:
+                        raise TypeError(f"{descriptor.full_name} has no fields encoder")
+                    lines += [
+                        f"    x = m.get({member.name!r})",
+                        "    if x is not None:",
+                        f"        out[{member.json_name!r}] = {value}",
+                    ]
+                continue
+            lines.append(f"    w = m.WhichOneof({oneof.name!r})")
+            for n, member in enumerate(oneof.fields):
+                value = _value(member, names, fields)
+                if value is None:
+                    encoder = _ENCODERS[key] = json_format.MessageToDict
+                    return encoder
+                lines += [
+                    f"    {'if' if n == 0 else 'elif'} w == {member.name!r}:",
+                    f"        x = {attribute(member)}",
+                    f"        out[{member.json_name!r}] = {value}",
+                ]
             continue
-        value = _value(field, names)
+        value = _value(field, names, fields)
         if value is None:
-            encoder = _ENCODERS[descriptor.full_name] = json_format.MessageToDict
+            if fields:
+                raise TypeError(f"{descriptor.full_name} has no fields encoder ({field.name})")
+            encoder = _ENCODERS[key] = json_format.MessageToDict
             return encoder
-        read = (
-            f"m.{field.name}"
-            if field.name.isidentifier() and not keyword.iskeyword(field.name)
-            else f"getattr(m, {field.name!r})"
-        )
-        key = repr(field.json_name)
+        read = f"m.get({field.name!r})" if fields else attribute(field)
+        json_key = repr(field.json_name)
         if field.is_repeated:
             items = "list(v)" if value == "x" else f"[{value} for x in v]"
-            lines += [f"    v = {read}", "    if v:", f"        out[{key}] = {items}"]
+            lines += [f"    v = {read}", "    if v:", f"        out[{json_key}] = {items}"]
+        elif fields and field.has_presence:
+            lines += [
+                f"    x = {read}",
+                "    if x is not None:",
+                f"        out[{json_key}] = {value}",
+            ]
         elif field.has_presence:
             lines += [
                 f"    if m.HasField({field.name!r}):",
                 f"        x = {read}",
-                f"        out[{key}] = {value}",
+                f"        out[{json_key}] = {value}",
             ]
         else:
-            lines += [f"    x = {read}", "    if x:", f"        out[{key}] = {value}"]
-    for group, members in oneofs.items():
-        lines.append(f"    w = m.WhichOneof({group!r})")
-        for n, field in enumerate(members):
-            value = _value(field, names)
-            if value is None:
-                encoder = _ENCODERS[descriptor.full_name] = json_format.MessageToDict
-                return encoder
-            read = f"getattr(m, {field.name!r})"
-            lines += [
-                f"    {'if' if n == 0 else 'elif'} w == {field.name!r}:",
-                f"        x = {read}",
-                f"        out[{field.json_name!r}] = {value}",
-            ]
+            lines += [f"    x = {read}", "    if x:", f"        out[{json_key}] = {value}"]
     lines.append("    return out")
     # Made from our own descriptors, never from input, as dataclasses
     # makes __init__: a generic loop over ListFields() was slower.
     exec("\n".join(lines), names)
-    encoder = _ENCODERS[descriptor.full_name] = names[f"encode_{descriptor.name}"]
+    encoder = _ENCODERS[key] = names[f"encode_{descriptor.name}"]
     return cast(_Convert, encoder)
 
 
@@ -216,7 +254,18 @@ def to_dict(message: Message) -> dict[str, Any]:
     Nested objects may be shared with earlier answers (:func:`_memoized`)."""
     # The stubs type DESCRIPTOR as either descriptor class; at run time the
     # C (upb) one is the class descriptor.Descriptor names.
-    out: dict[str, Any] = _encoder(cast(Descriptor, message.DESCRIPTOR))(message)
+    out: dict[str, Any] = _encoder(cast(Descriptor, message.DESCRIPTOR), False)(message)
+    return out
+
+
+def fields_to_dict(descriptor: Descriptor, fields: Fields | Message) -> dict[str, Any]:
+    """The JSON of a message of ``descriptor``'s type given as its fields
+    (railyard_api.fields), the same as :func:`to_dict` of the message built
+    from them; a message given is written by :func:`to_dict`. Nested objects
+    may be shared with earlier answers."""
+    if not isinstance(fields, Mapping):
+        return to_dict(fields)
+    out: dict[str, Any] = _encoder(descriptor, True)(fields)
     return out
 
 

@@ -556,7 +556,8 @@ async def apply_move(request: Request) -> Response:
     if message.game_id and message.game_id != game_id:
         raise errors.invalid("gameId belongs in the path, not in the body", field="gameId")
     message.game_id = game_id
-    return proto_response(await game_app.apply_move(message, caller))
+    answer = await game_app.apply_move(message, caller)
+    return json_response(jsonwire.fields_to_dict(pb.ApplyMoveResponse.DESCRIPTOR, answer))
 
 
 @games.get(
@@ -573,7 +574,8 @@ async def apply_move(request: Request) -> Response:
 )
 async def get_game(request: Request) -> Response:
     game_app, caller, game_id = _context(request)
-    return proto_response(await game_app.get_game(game_id, caller))
+    view = await game_app.get_game(game_id, caller)
+    return json_response(jsonwire.fields_to_dict(pb.GameView.DESCRIPTOR, view))
 
 
 @games.post(
