@@ -1109,7 +1109,7 @@ def app_breakdown(players: int, preset: str, rounds: int, games: int = 12) -> li
 
     from service.app import Seats
     from service.transports.http import jsonwire
-    from service.transports.http.server import fast_apply_move, parse_raw_body
+    from service.transports.http.server import parse_raw_body
 
     ruleset = convert.ruleset_from_proto(pb.Ruleset(preset=preset, rounds=rounds))
     positions: list[tuple[bytes, int, int, engine.Move]] = []
@@ -1146,8 +1146,8 @@ def app_breakdown(players: int, preset: str, rounds: int, games: int = 12) -> li
         token = tokens[seat]
         with timed("gRPC: parse the request"):
             pb.ApplyMoveRequest.FromString(frame)
-        with timed("HTTP: parse the JSON body (json.loads + fast_apply_move)"):
-            request = parse_raw_body(raw, pb.ApplyMoveRequest(), fast_apply_move)
+        with timed("HTTP: parse the JSON body (orjson + jsonwire.canonical_fields)"):
+            request = parse_raw_body(raw, pb.ApplyMoveRequest())
         with timed("convert.move_from_proto"):
             mv = convert.move_from_proto(request.move)
         with timed("Seats.from_bytes"):

@@ -20,6 +20,7 @@ fields as from the message.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final, cast
 
@@ -267,6 +268,117 @@ def fields_to_dict(descriptor: Descriptor, fields: Fields | Message) -> dict[str
         return to_dict(fields)
     out: dict[str, Any] = _encoder(descriptor, True)(fields)
     return out
+
+
+# ------------------------------------------------------ on input: canonical bodies
+
+_INT64_TEXT: Final = re.compile(r"-?[0-9]{1,20}")
+#: Each scalar type's range, as ParseDict checks it.
+_RANGES: Final = {
+    FieldDescriptor.TYPE_INT32: (-(2**31), 2**31 - 1),
+    FieldDescriptor.TYPE_SINT32: (-(2**31), 2**31 - 1),
+    FieldDescriptor.TYPE_SFIXED32: (-(2**31), 2**31 - 1),
+    FieldDescriptor.TYPE_UINT32: (0, 2**32 - 1),
+    FieldDescriptor.TYPE_FIXED32: (0, 2**32 - 1),
+    FieldDescriptor.TYPE_INT64: (-(2**63), 2**63 - 1),
+    FieldDescriptor.TYPE_SINT64: (-(2**63), 2**63 - 1),
+    FieldDescriptor.TYPE_SFIXED64: (-(2**63), 2**63 - 1),
+    FieldDescriptor.TYPE_UINT64: (0, 2**64 - 1),
+    FieldDescriptor.TYPE_FIXED64: (0, 2**64 - 1),
+}
+
+#: Per message type: its fields by JSON name, or None for a type this reader
+#: leaves to ParseDict (maps, bytes, floats, well-known types).
+_READERS: dict[str, dict[str, FieldDescriptor] | None] = {}
+
+
+def _reader(descriptor: Descriptor) -> dict[str, FieldDescriptor] | None:
+    if descriptor.full_name in _READERS:
+        return _READERS[descriptor.full_name]
+    _READERS[descriptor.full_name] = None  # while its fields are judged
+    table: dict[str, FieldDescriptor] | None = {}
+    for field in descriptor.fields:
+        message = field.message_type
+        if message is not None:
+            readable = (
+                not message.GetOptions().map_entry
+                and message.file.package != _WKT
+                and _reader(message) is not None
+            ) or message.full_name == descriptor.full_name
+        else:
+            readable = field.type in _RANGES or field.type in (
+                FieldDescriptor.TYPE_BOOL,
+                FieldDescriptor.TYPE_STRING,
+                FieldDescriptor.TYPE_ENUM,
+            )
+        if not readable:
+            table = None
+            break
+        assert table is not None
+        table[field.json_name] = field
+    _READERS[descriptor.full_name] = table
+    return table
+
+
+def canonical_fields(descriptor: Descriptor, data: Any) -> dict[str, Any] | None:
+    """``data``, JSON for a message of ``descriptor``'s type, as that
+    message's fields (railyard_api.fields) when it is written the one way
+    the canonical mapping writes it: JSON names, numbers as JSON numbers
+    (64-bit ones as strings or numbers) in their type's range, enums by
+    name, at most one member of a oneof, no nulls; None for anything else,
+    which ParseDict reads (other spellings) or explains (errors). What this
+    reads, ParseDict reads the same (tests/test_http_canonical_body.py); it is
+    the one reader of every body clients send as API.md writes them, made
+    from the descriptors, so no field is restated here."""
+    table = _reader(descriptor)
+    if table is None or type(data) is not dict:
+        return None
+    out: dict[str, Any] = {}
+    chosen: set[str] = set()
+    for key, value in data.items():
+        field = table.get(key)
+        if field is None:
+            return None
+        oneof = field.containing_oneof
+        if oneof is not None:
+            if oneof.name in chosen:
+                return None
+            chosen.add(oneof.name)
+        if field.is_repeated:
+            if type(value) is not list:
+                return None
+            items = [_canonical_value(field, item) for item in value]
+            if None in items:
+                return None
+            out[field.name] = items
+        else:
+            read = _canonical_value(field, value)
+            if read is None:
+                return None
+            out[field.name] = read
+    return out
+
+
+def _canonical_value(field: FieldDescriptor, value: Any) -> Any:
+    """One canonical JSON value of ``field`` as a fields value; None if not."""
+    kind = field.type
+    bounds = _RANGES.get(kind)
+    if bounds is not None:
+        if type(value) is str and kind in _INT64_TYPES and _INT64_TEXT.fullmatch(value):
+            value = int(value)
+        if type(value) is not int or not bounds[0] <= value <= bounds[1]:
+            return None
+        return value
+    if kind == FieldDescriptor.TYPE_STRING:
+        return value if type(value) is str else None
+    if kind == FieldDescriptor.TYPE_BOOL:
+        return value if type(value) is bool else None
+    enum = field.enum_type
+    if enum is not None:
+        found = enum.values_by_name.get(value) if type(value) is str else None
+        return None if found is None else found.number
+    assert field.message_type is not None  # (_reader admits no other type)
+    return canonical_fields(field.message_type, value)
 
 
 # ------------------------------------------------------ on input: what json_format lets by

@@ -26,12 +26,13 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar, cast
 
 import anyio
 import grpc
 import orjson
 from google.protobuf import json_format
+from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 from opentelemetry import trace
@@ -47,6 +48,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as ASGIMessage
 
 from railyard_api import game_service_pb2 as pb
+from railyard_api.fields import build
 from service.app import Caller, GameApp, errors
 from service.app.errors import ServiceError
 from service.app.identity import TrustedProxies, api_key_of, seat_token
@@ -176,17 +178,10 @@ def _check_length(header: str | None, limit: int) -> None:
         raise _too_large(limit)
 
 
-async def parse_body(
-    request: Request,
-    message: M,
-    limit: int,
-    fast: Callable[[dict[str, Any], M], bool] | None = None,
-) -> M:
+async def parse_body(request: Request, message: M, limit: int) -> M:
     """``message`` filled from the JSON body; an empty body is an empty message.
     Bad JSON, unknown fields and wrong types are INVALID_ARGUMENT, and so is a
-    body over ``limit`` bytes (settings.max_body_bytes; read no further).
-    ``fast`` may fill the message from the decoded body first (False: it did
-    not)."""
+    body over ``limit`` bytes (settings.max_body_bytes; read no further)."""
     _check_length(request.headers.get("content-length"), limit)
     # The ASGI messages read here, not through Request.stream(): an async
     # generator a request, and the loop's hooks for it, cost more than the
@@ -208,120 +203,29 @@ async def parse_body(
             break
         chunks.append(chunk)
     raw = b"".join((*chunks, chunk)) if chunks else chunk
-    return parse_raw_body(raw, message, fast)
+    return parse_raw_body(raw, message)
 
 
-def parse_raw_body(
-    raw: bytes, message: M, fast: Callable[[dict[str, Any], M], bool] | None = None
-) -> M:
-    """:func:`parse_body` of a body already read."""
+def parse_raw_body(raw: bytes, message: M) -> M:
+    """:func:`parse_body` of a body already read. A body written as the
+    canonical mapping writes it (every body of API.md's) is read by
+    jsonwire.canonical_fields; ParseDict reads any other spelling the
+    mapping allows and explains what is wrong with the rest (it was a large
+    share of an HTTP move)."""
     if not raw.strip():
         return message
     data = _decoded(raw)
     if not isinstance(data, dict):
         raise errors.invalid("the body must be a JSON object")
-    if fast is not None and fast(data, message):
-        return message
+    fields = jsonwire.canonical_fields(cast(Descriptor, message.DESCRIPTOR), data)
+    if fields is not None:
+        return build(message, fields)
     try:
         jsonwire.check_input(data, message)
         json_format.ParseDict(data, message)
     except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
         raise errors.invalid(_first_line(str(exc))) from exc
     return message
-
-
-_UINT32_MAX: Final = 2**32 - 1
-
-
-def _uint32(value: Any) -> bool:
-    return type(value) is int and 0 <= value <= _UINT32_MAX
-
-
-def _fast_move(data: Any, move: pb.Move) -> bool:
-    """Fill ``move`` from the canonical JSON of a move (ints as numbers, JSON
-    names, nothing extra); False for anything else (``move`` may then be
-    partly filled: the caller clears it)."""
-    if type(data) is not dict or len(data) != 1:
-        return False
-    ((action, body),) = data.items()
-    if action == "play":
-        if type(body) is not dict or not body.keys() <= {"tile", "train", "announceLastTile"}:
-            return False
-        tile = body.get("tile", {})
-        train = body.get("train", {})
-        announce = body.get("announceLastTile", False)
-        if type(tile) is not dict or not tile.keys() <= {"a", "b"} or type(announce) is not bool:
-            return False
-        a, b = tile.get("a", 0), tile.get("b", 0)
-        if not (_uint32(a) and _uint32(b)) or type(train) is not dict:
-            return False
-        if not train.keys() <= {"seat", "mexican", "line", "end"}:
-            return False
-        targets = train.keys() - {"end"}
-        end = train.get("end", 0)
-        if len(targets) > 1 or not _uint32(end):
-            return False
-        # Presence matters (a message given as {} is set, one left out is not).
-        play = move.play
-        play.SetInParent()
-        if "tile" in body:
-            play.tile.SetInParent()
-            if a:
-                play.tile.a = a
-            if b:
-                play.tile.b = b
-        if "train" in body:
-            play.train.SetInParent()
-        if targets:
-            (target,) = targets
-            value = train[target]
-            if target == "line":
-                if value != {}:
-                    return False
-                play.train.line.SetInParent()
-            elif _uint32(value):
-                setattr(play.train, target, value)
-            else:
-                return False
-        if end:
-            play.train.end = end
-        if announce:
-            play.announce_last_tile = True
-        return True
-    if action in ("draw", "pass", "endTurn") and body == {}:
-        getattr(move, "end_turn" if action == "endTurn" else action).SetInParent()
-        return True
-    return False
-
-
-def fast_apply_move(data: dict[str, Any], message: pb.ApplyMoveRequest) -> bool:
-    """Fill ``message`` from an ApplyMove body in the shape clients send
-    (API.md's examples); False, touching nothing, when the body needs the
-    general parser (other spellings, wrong types, errors to explain).
-
-    ``json_format.ParseDict`` was a large share of the application's work on
-    an HTTP move; this costs a small part of that."""
-    if not data.keys() <= {"move", "expectedVersion", "requestId"}:
-        return False
-    version = data.get("expectedVersion")
-    if "expectedVersion" in data:
-        if type(version) is str:
-            if not _INT64.fullmatch(version):
-                return False
-            version = int(version)
-        elif type(version) is not int:
-            return False
-        if not _INT64_MIN <= version <= _INT64_MAX:
-            return False
-    request_id = data.get("requestId", "")
-    if type(request_id) is not str or not _fast_move(data.get("move"), message.move):
-        message.Clear()
-        return False
-    if version is not None:
-        message.expected_version = version
-    if request_id:
-        message.request_id = request_id
-    return True
 
 
 def parse_int64(text: str, name: str) -> int:
@@ -550,9 +454,7 @@ APPLY_MOVE_BODY: Final = "ApplyMoveBody"
 )
 async def apply_move(request: Request) -> Response:
     game_app, caller, game_id = _context(request)
-    message = await parse_body(
-        request, pb.ApplyMoveRequest(), game_app.settings.max_body_bytes, fast_apply_move
-    )
+    message = await parse_body(request, pb.ApplyMoveRequest(), game_app.settings.max_body_bytes)
     if message.game_id and message.game_id != game_id:
         raise errors.invalid("gameId belongs in the path, not in the body", field="gameId")
     message.game_id = game_id
