@@ -385,7 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--grpc-max-streams",
         type=int,
         default=None,
-        help="streams one gRPC connection may open at once (RAILYARD_GRPC_MAX_STREAMS, 16)",
+        help="streams one gRPC connection may open at once (RAILYARD_GRPC_MAX_STREAMS, 32)",
     )
     serve.add_argument(
         "--grpc-max-connection-age",

@@ -109,10 +109,7 @@ def channel_options(settings: Settings) -> list[tuple[str, int]]:
         # pile up past it (the one over is refused with RST_STREAM), and with
         # overload protection a stream the client reset keeps counting until
         # the server is done with it, so a rapid-reset flood cannot start
-        # calls faster than they end. What a flood of many connections holds
-        # queued ahead of an honest call is this many per connection, which
-        # is why the default is small (tests/test_grpc_floods.py; the
-        # readings are in docs/adr/0002-grpc-on-grpcio.md).
+        # calls faster than they end (tests/test_grpc_floods.py).
         ("grpc.max_concurrent_streams", settings.grpc_max_streams),
         ("grpc.http.overload_protection", 1),
         ("grpc.max_allowed_incoming_connections", settings.grpc_max_connections),
