@@ -81,10 +81,10 @@ def _listen_http(settings: Settings) -> socket.socket:
 class AcceptFailureLog:
     """The loop's exception handler. Out of descriptors, asyncio reports
     every failed accept() (one per connection waiting in the listen backlog,
-    again every second while it lasts), each a traceback by default: 225,279
-    of them in 40 s, measured. These are tallied (the first logged at once,
-    then one line per ``interval`` with the count); anything else goes to the
-    default handler."""
+    again every second while it lasts), each a traceback by default: a log
+    flood of its own (docs/performance.md). These are tallied (the first
+    logged at once, then one line per ``interval`` with the count); anything
+    else goes to the default handler."""
 
     def __init__(self, interval: float = 60.0) -> None:
         self.tally = LogTally(
