@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator, Generator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import grpc
 from google.protobuf.message import Message
@@ -13,6 +13,14 @@ from railyard_api import game_service_pb2 as pb
 from railyard_api import game_service_pb2_grpc as pb_grpc
 
 from railyard_client.errors import from_grpc
+
+#: Each client its own connection. grpc's channels to one address otherwise
+#: share one HTTP/2 connection in the process, and the service takes only
+#: so many calls at once on a connection (32 by default, --grpc-max-streams):
+#: many clients in one program (railyard-loadtest's players, a platform's
+#: games) would queue on it and, past the cap, have calls refused with
+#: UNAVAILABLE.
+CHANNEL_OPTIONS: Final = (("grpc.use_local_subchannel_pool", 1),)
 
 M = TypeVar("M", bound=Message)
 
@@ -76,9 +84,9 @@ class GrpcTransport:
         if channel is None:
             target, secure = _target(self.endpoint)
             channel = (
-                grpc.secure_channel(target, grpc.ssl_channel_credentials())
+                grpc.secure_channel(target, grpc.ssl_channel_credentials(), CHANNEL_OPTIONS)
                 if secure
-                else grpc.insecure_channel(target)
+                else grpc.insecure_channel(target, CHANNEL_OPTIONS)
             )
             self._channels[self._index] = channel
         return pb_grpc.GameServiceStub(channel)
@@ -143,9 +151,9 @@ class AsyncGrpcTransport:
         if channel is None:
             target, secure = _target(self.endpoint)
             channel = (
-                grpc.aio.secure_channel(target, grpc.ssl_channel_credentials())
+                grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(), CHANNEL_OPTIONS)
                 if secure
-                else grpc.aio.insecure_channel(target)
+                else grpc.aio.insecure_channel(target, CHANNEL_OPTIONS)
             )
             self._channels[self._index] = channel
         return pb_grpc.GameServiceStub(channel)
