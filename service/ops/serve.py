@@ -82,9 +82,9 @@ class AcceptFailureLog:
     """The loop's exception handler. Out of descriptors, asyncio reports
     every failed accept() (one per connection waiting in the listen backlog,
     again every second while it lasts), each a traceback by default: a log
-    flood of its own (docs/performance.md). These are tallied (the first
-    logged at once, then one line per ``interval`` with the count); anything
-    else goes to the default handler."""
+    flood of its own (bench/reports/2026-12-02-figures-from-the-code.md).
+    These are tallied (the first logged at once, then one line per
+    ``interval`` with the count); anything else goes to the default handler."""
 
     def __init__(self, interval: float = 60.0) -> None:
         self.tally = LogTally(
