@@ -49,8 +49,9 @@ It runs at a lower CPU priority: on this 2-core machine it stands for a
 client on another machine, whose CPU is not the server's or the client's.
 Latency is real time (``time.perf_counter``), which is the point here; the
 limit leaves room for a loaded machine, a flood whose p99 misses it is run
-once more on a fresh server (the machine's own stalls are not the server's), and the floods of this module run
-one at a time across xdist workers (a file lock), not two on two cores;
+once more on a fresh server (the machine's own stalls are not the
+server's), and the floods of this module run one at a time across xdist
+workers (a file lock), not two on two cores;
 ``make unit`` runs them (marked ``flood``) alone, after the rest of the suite,
 so no other test's load stands in the measured client's way.
 """
