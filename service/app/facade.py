@@ -411,10 +411,15 @@ class GameApp:
             loaded.game = game  # (the state a bot worker sent back, if one played)
             deadline = games.deadline(game, loaded.seats)
             loaded.deadline_ms = deadline  # (for the answer's view)
-            answer = {
+            fields = {
                 "game": loaded.view_fields(seat),
                 "events": [convert.redact(m, seat) for m in messages],
             }
+            # Remembered as the message (a retry's answer): built once then,
+            # and answered as it is.
+            answer: Fields | pb.ApplyMoveResponse = (
+                build(pb.ApplyMoveResponse(), fields) if key else fields
+            )
             try:
                 result = await games.commit(
                     request.game_id,
@@ -425,10 +430,8 @@ class GameApp:
                     key,
                     # A retry must get these very bytes back: remember the
                     # message, after what the request asked for.
-                    idempotency.REMEMBERED
-                    + fingerprint
-                    + build(pb.ApplyMoveResponse(), answer).SerializeToString()
-                    if key
+                    idempotency.REMEMBERED + fingerprint + answer.SerializeToString()
+                    if isinstance(answer, pb.ApplyMoveResponse)
                     else None,
                     deadline=deadline,
                 )
