@@ -74,6 +74,10 @@ def _serve(args: argparse.Namespace) -> int:
             ("tls_cert", args.tls_cert),
             ("tls_key", args.tls_key),
             ("tls_client_ca", args.tls_client_ca),
+            ("webhooks_file", args.webhooks_file),
+            ("webhook_allow_private", args.webhook_allow_private),
+            ("webhook_timeout", args.webhook_timeout),
+            ("webhook_concurrency", args.webhook_concurrency),
         )
         if value is not None
     }
@@ -95,7 +99,7 @@ def _serve(args: argparse.Namespace) -> int:
     except WorkersRefusedError as exc:
         print(f"railyard serve: {exc}", file=sys.stderr)
         return 2
-    configure_logging(settings.log_level, settings.log_format, settings.plain_api_keys())
+    configure_logging(settings.log_level, settings.log_format, settings.log_secrets())
 
     try:
         if workers > 1:
@@ -406,6 +410,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="PEM CA certificates: mutual TLS, clients must present a certificate they "
         "signed (RAILYARD_TLS_CLIENT_CA)",
+    )
+    serve.add_argument(
+        "--webhooks-file",
+        default=None,
+        help="a file of tenants' webhooks, '<tenant> <url> <secret>' a line "
+        "(RAILYARD_WEBHOOKS_FILE; RAILYARD_WEBHOOKS holds more: no flag, a command line "
+        "is no place for secrets)",
+    )
+    serve.add_argument(
+        "--webhook-allow-private",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="let webhooks reach loopback, private and link-local addresses, over http:// too: "
+        "tests and local receivers only (RAILYARD_WEBHOOK_ALLOW_PRIVATE; default no)",
+    )
+    serve.add_argument(
+        "--webhook-timeout",
+        type=float,
+        default=None,
+        help="seconds one webhook delivery may take in all (RAILYARD_WEBHOOK_TIMEOUT, 10)",
+    )
+    serve.add_argument(
+        "--webhook-concurrency",
+        type=int,
+        default=None,
+        help="webhook deliveries one process makes at once; "
+        "RAILYARD_WEBHOOK_TENANT_CONCURRENCY (4) to one tenant (RAILYARD_WEBHOOK_CONCURRENCY, 16)",
     )
     _arena_options(sub.add_parser("arena", help="bots against bots on the engine alone"))
     args = parser.parse_args(argv)

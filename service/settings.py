@@ -11,6 +11,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 if TYPE_CHECKING:
     from service.app.tenants import ApiKeys
+    from service.app.webhooks.targets import Endpoint
 
 # service.app's modules are imported where they are used below: the
 # application layer reads these settings, so importing it here would be
@@ -163,6 +164,38 @@ class Settings(BaseSettings):
     #: nor expired), counted in the store for every replica; 0 = no cap.
     tenant_max_live_games: int = Field(1000, ge=0)
 
+    # Webhooks (service.app.webhooks, docs/operations.md "Webhooks"): events of
+    # a tenant's games POSTed, signed, to the URL its operator configured.
+    #: Entries ``<tenant> <url> <secret>``, comma- or line-separated.
+    webhooks: str = ""
+    #: A file of more such entries, one a line (``#`` comments): a mounted secret.
+    webhooks_file: str = ""
+    #: Let webhooks reach loopback, private, link-local (cloud metadata) and
+    #: other addresses that are not globally reachable, and use http://: for
+    #: tests and local receivers only (server-side request forgery otherwise).
+    webhook_allow_private: bool = False
+    #: Seconds one delivery attempt may take in all (resolving, connecting,
+    #: sending, the receiver's answer); over it the attempt failed.
+    webhook_timeout: float = Field(10, gt=0)
+    #: Deliveries one replica makes at once, all tenants together ...
+    webhook_concurrency: int = Field(16, ge=1)
+    #: ... and to one tenant: a slow or dead receiver holds no more than these.
+    webhook_tenant_concurrency: int = Field(4, ge=1)
+    #: Seconds after its event that a failing delivery is still retried; the
+    #: first failure at or past it drops the event (logged and counted).
+    webhook_retry_for: float = Field(86400, gt=0)
+    #: Seconds before the first retry, doubling with each failure up to
+    #: ``webhook_backoff_max`` (each delay 75-100% of that: jitter).
+    webhook_backoff: float = Field(10, gt=0)
+    webhook_backoff_max: float = Field(3600, gt=0)
+    #: Seconds a delivery handed to a replica may stay unsettled before
+    #: another replica takes it over (the first one died): at least twice
+    #: ``webhook_timeout``, so that a live replica's attempt is never taken.
+    webhook_claim_idle: float = Field(60, gt=0)
+    #: Seconds between two looks at the queues for events queued by other
+    #: replicas and retries come due (an event queued here starts at once).
+    webhook_poll: float = Field(1.0, gt=0)
+
     @field_validator("trusted_proxies")
     @classmethod
     def _proxies(cls, value: str) -> str:
@@ -213,6 +246,49 @@ class Settings(BaseSettings):
         except OSError as exc:
             raise ValueError(f"api_keys_file: {exc}") from exc
         return self
+
+    @model_validator(mode="after")
+    def _webhooks(self) -> Settings:
+        try:
+            endpoints = self.webhook_endpoints()  # raises ValueError naming the bad entry
+        except OSError as exc:
+            raise ValueError(f"webhooks_file: {exc}") from exc
+        if self.webhook_claim_idle < 2 * self.webhook_timeout:
+            raise ValueError(
+                f"webhook_claim_idle ({self.webhook_claim_idle:g} s) must be at least twice "
+                f"webhook_timeout ({self.webhook_timeout:g} s): a replica's delivery still "
+                "under way would be taken over by another"
+            )
+        if self.webhook_backoff_max < self.webhook_backoff:
+            raise ValueError("webhook_backoff_max must be at least webhook_backoff")
+        keys = self.api_key_set()
+        tenants = {name for name, _ in keys.entries}
+        for tenant in endpoints:
+            if tenant not in tenants:
+                raise ValueError(
+                    f"webhooks: no API key of tenant {tenant!r} is configured (only games "
+                    "created with a tenant's key have webhooks)"
+                )
+        return self
+
+    def webhook_endpoints(self) -> dict[str, Endpoint]:
+        """Each tenant's webhook (``webhooks`` and ``webhooks_file`` together)."""
+        from service.app.webhooks.targets import load_endpoints
+
+        return load_endpoints(
+            self.webhooks, self.webhooks_file, allow_private=self.webhook_allow_private
+        )
+
+    def log_secrets(self) -> tuple[str, ...]:
+        """What the log redacts wherever it appears (service.ops.redaction):
+        the API keys configured as themselves, and the webhooks' secrets."""
+        from service.app.webhooks.targets import secrets_of
+
+        try:
+            webhook_secrets = secrets_of(self.webhooks, self.webhooks_file)
+        except OSError:  # (refused at validation already; nothing to add)
+            webhook_secrets = ()
+        return self.plain_api_keys() + webhook_secrets
 
     def api_key_set(self) -> ApiKeys:
         """The configured API keys (``api_keys`` and ``api_keys_file`` together)."""

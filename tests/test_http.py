@@ -1412,6 +1412,7 @@ def test_openapi_document_is_generated_from_the_proto() -> None:
         "GAME_STATUS_UNSPECIFIED",
         "GAME_STATUS_IN_PROGRESS",
         "GAME_STATUS_FINISHED",
+        "GAME_STATUS_WAITING",
     ]
     assert view["status"] == {"$ref": "#/components/schemas/GameStatus"}
     assert view["players"]["items"] == {"$ref": "#/components/schemas/PlayerView"}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from railyard_api import game_service_pb2 as pb
 from service.app import errors as err
 from service.app.errors import ServiceError
 from service.app.games import Games, Loaded
@@ -54,8 +55,22 @@ def seat_of(loaded: Loaded, caller: Caller, required: bool) -> int | None:
         return None
     seat = loaded.seats.seat_of(caller.token)
     if seat is None:
+        if not required and loaded.seats.is_host(caller.token):
+            return None  # the table's host watches as a spectator
         raise err.bad_token(loaded.record.game_id)
     return seat
+
+
+def admit_spectator(loaded: Loaded, caller: Caller) -> None:
+    """Refuse a spectator (a call with no seat) that the table's
+    TableSettings.spectators keeps out: PERMISSION_DENIED
+    SPECTATORS_NOT_ALLOWED. The host token passes SEATED_ONLY."""
+    seats = loaded.seats
+    policy = seats.table.spectators
+    if policy == pb.SPECTATORS_NONE or (
+        policy == pb.SPECTATORS_SEATED_ONLY and not (caller.token and seats.is_host(caller.token))
+    ):
+        raise err.spectators_not_allowed(loaded.record.game_id, policy)
 
 
 class Admission:
@@ -110,10 +125,14 @@ class Admission:
             await self.admit_address(caller)
             if required:
                 raise err.unauthenticated()
-            return await self.games.load(game_id), None
+            loaded = await self.games.load(game_id)
+            admit_spectator(loaded, caller)
+            return loaded, None
         try:
             loaded = await self.games.load(game_id)
             seat = seat_of(loaded, caller, required)
+            if seat is None:
+                admit_spectator(loaded, caller)
         except ServiceError as exc:
             if exc.reason in ("GAME_NOT_FOUND", "BAD_SEAT_TOKEN"):
                 await self.admit_address(caller)  # a 429 instead, once it runs dry

@@ -99,6 +99,104 @@ def bad_token(game_id: str) -> ServiceError:
     )
 
 
+# ------------------------------------------------------------------ tables (issue 25)
+
+_SPECTATOR_POLICY: Final = {2: "SPECTATORS_SEATED_ONLY", 3: "SPECTATORS_NONE"}
+
+
+def spectators_not_allowed(game_id: str, policy: int) -> ServiceError:
+    name = _SPECTATOR_POLICY.get(policy, str(policy))
+    return ServiceError(
+        grpc.StatusCode.PERMISSION_DENIED,
+        "SPECTATORS_NOT_ALLOWED",
+        f"game {game_id!r} admits no spectators ({name}): send a seat token"
+        + (" or the table's host token" if policy == 2 else ""),
+        {"gameId": game_id, "spectators": name},
+    )
+
+
+def not_started(game_id: str) -> ServiceError:
+    return ServiceError(
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "GAME_NOT_STARTED",
+        f"game {game_id!r} waits for its open seats to be taken (JoinGame) or for its host "
+        "to start it (StartGame)",
+        {"gameId": game_id},
+    )
+
+
+def already_started(game_id: str) -> ServiceError:
+    return ServiceError(
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "GAME_STARTED",
+        f"game {game_id!r} has started: its seats are no longer open",
+        {"gameId": game_id},
+    )
+
+
+def seat_taken(game_id: str, seat: int) -> ServiceError:
+    return ServiceError(
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "SEAT_TAKEN",
+        f"seat {seat} of game {game_id!r} is not open: another caller took it, or it was "
+        "never open",
+        {"gameId": game_id, "seat": str(seat)},
+    )
+
+
+def table_full(game_id: str) -> ServiceError:
+    return ServiceError(
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "TABLE_FULL",
+        f"game {game_id!r} has no open seat",
+        {"gameId": game_id},
+    )
+
+
+def bad_join_code(game_id: str) -> ServiceError:
+    return ServiceError(
+        grpc.StatusCode.PERMISSION_DENIED,
+        "BAD_JOIN_CODE",
+        f"game {game_id!r} is private: JoinGame needs its join code, and this is not it",
+        {"gameId": game_id},
+    )
+
+
+def join_code_not_found() -> ServiceError:
+    return ServiceError(
+        grpc.StatusCode.NOT_FOUND,
+        "JOIN_CODE_NOT_FOUND",
+        "no table has this join code (or its game is over or expired)",
+    )
+
+
+def not_host(game_id: str) -> ServiceError:
+    return ServiceError(
+        grpc.StatusCode.PERMISSION_DENIED,
+        "NOT_HOST",
+        f"only the host of game {game_id!r} may start it: send the host token CreateGame returned",
+        {"gameId": game_id},
+    )
+
+
+def not_over(game_id: str) -> ServiceError:
+    return ServiceError(
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "GAME_NOT_OVER",
+        f"game {game_id!r} is not over: a rematch follows a finished game",
+        {"gameId": game_id},
+    )
+
+
+def game_over(game_id: str) -> ServiceError:
+    return ServiceError(
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "GAME_OVER",
+        f"game {game_id!r} is over",
+        {"gameId": game_id},
+    )
+
+
 def version_mismatch(expected: int, current: int) -> ServiceError:
     return ServiceError(
         grpc.StatusCode.ABORTED,

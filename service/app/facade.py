@@ -8,6 +8,7 @@ event reads (watching).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import secrets
 import time
@@ -30,6 +31,7 @@ from service.app.errors import ServiceError
 from service.app.games import (
     COMMIT_ATTEMPTS,
     GAME_ID_LEN,
+    NO_TABLE,
     Games,
     Loaded,
     Seats,
@@ -40,9 +42,11 @@ from service.app.games import (
 )
 from service.app.history import FinishedLogs, ReadSlots
 from service.app.identity import TrustedProxies
+from service.app.tables import Tables, table_of
 from service.app.tenants import ApiKeys, seat_token_of
 from service.app.turns import Turns
 from service.app.watching import Watching
+from service.app.webhooks import Webhooks
 from service.ops import tracing
 from service.ops.telemetry import Metrics
 from service.settings import Settings
@@ -77,6 +81,34 @@ def _check_request_id(request_id: str) -> None:
         raise err.invalid(f"requestId is longer than {MAX_REQUEST_ID} characters")
 
 
+def _told(event: pb.GameEvent, seats: Seats) -> tuple[str, dict[str, object]] | None:
+    """What a tenant's webhook hears of a committed event (its kind and
+    data), or None (service.app.webhooks.KINDS)."""
+    kind = event.WhichOneof("kind")
+    if kind == "round_ended":
+        ended = event.round_ended
+        return "round.ended", {
+            "round": ended.round,
+            "reason": pb.RoundEndReason.Name(ended.reason),
+            "scores": list(ended.scores),
+            "version": event.version,
+        }
+    if kind == "seat_joined":
+        joined = event.seat_joined
+        return "seat.joined", {"seat": joined.seat, "displayName": joined.display_name}
+    if kind == "seat_left":
+        left = event.seat_left
+        return "seat.left", {
+            "seat": left.seat,
+            "reason": pb.LeaveReason.Name(left.reason),
+            "bot": pb.BotLevel.Name(left.bot),
+            "displayName": seats.names[left.seat],
+        }
+    if kind == "game_started":
+        return "game.started", {"botSeats": list(event.game_started.bot_seats)}
+    return None
+
+
 class GameApp:
     """create, view, legal moves, apply, watch, log, rulesets."""
 
@@ -99,11 +131,14 @@ class GameApp:
         self.proxies = TrustedProxies.parse(self.settings.trusted_proxies)
         self.bots = BotPlayer(self.settings.bot_processes, self.settings.bot_cpu_limit)
         self.metrics = Metrics(metric_readers, traced=self.tracer_provider is not None)
-        self._games = Games(self.store, self.settings, self.metrics, self.game_finished)
+        self._games = Games(self.store, self.settings, self.metrics, self.committed)
         #: The operator's API keys: with any, CreateGame needs one (service.app.tenants).
         self._admission = Admission(self._games, self.settings.api_key_set())
         self._turns = Turns(self._games, self.bots)
         self._watching = Watching(self._games, self._admission, clock)
+        #: Tenants' webhooks (service.app.webhooks).
+        self.webhooks = Webhooks(self.store, self.settings, self.metrics)
+        self._tables = Tables(self._games, self._admission, self._turns, self.tell)
 
     @property
     def api_keys(self) -> ApiKeys:
@@ -147,15 +182,60 @@ class GameApp:
         self.bots.close()
         self.metrics.close()
 
-    async def game_finished(self, game_id: str, seats: Seats) -> None:
-        """A game's finishing commit is done: counted, and its place under
-        its tenant's live-game cap released. Every path that commits a
-        finished game calls this once, after the commit succeeded: a person's
-        move and its bots (ApplyMove), a game of bots finished by CreateGame,
-        and the service's own background play."""
+    async def committed(
+        self,
+        game_id: str,
+        seats: Seats,
+        game: engine.GameState,
+        events: Sequence[StoredEvent],
+    ) -> None:
+        """A commit to a game succeeded (service.app.games.Games.commit): what
+        it did told to the tenant's webhook (rounds ended, seats taken and
+        given up, the start: whichever path committed it), and the game's end."""
+        if self.webhooks.enabled(seats.tenant):
+            for stored in events:
+                event = pb.GameEvent.FromString(stored.payload)
+                told = _told(event, seats)
+                if told is not None:
+                    await self.tell(seats.tenant, told[0], game_id, told[1])
+        if game.over:
+            await self.game_finished(game_id, seats, game)
+
+    async def tell(
+        self, tenant: str | None, kind: str, game_id: str, data: dict[str, object]
+    ) -> None:
+        """Queue a webhook event for ``tenant``. Called once what it tells is
+        committed: a queue that cannot be written then loses the event
+        (logged and counted) rather than fail a call whose change was made."""
+        if not self.webhooks.enabled(tenant):
+            return
+        try:
+            await self.webhooks.emit(tenant, kind, game_id, data)
+        except StoreUnavailableError as exc:
+            self.metrics.store_unavailable.inc()
+            log.warning("game %s: webhook event %s lost: %s", game_id, kind, exc)
+
+    async def game_finished(self, game_id: str, seats: Seats, game: engine.GameState) -> None:
+        """A game's finishing commit is done: counted, its place under its
+        tenant's live-game cap released, and its tenant's webhook told. Every
+        path that commits a finished game calls this once, after the commit
+        succeeded: a person's move and its bots (ApplyMove), a game of bots
+        finished by CreateGame, and the service's own background play."""
         self.metrics.games_finished.inc()
         if seats.tenant is not None:
             await self._admission.release_live(seats.tenant, game_id)
+            if self.webhooks.enabled(seats.tenant):
+                await self.tell(
+                    seats.tenant,
+                    "game.finished",
+                    game_id,
+                    {
+                        "totals": list(game.totals),
+                        "winners": list(game.winners),
+                        "names": list(seats.names),
+                        "version": game.version,
+                    },
+                )
 
     # ------------------------------------------------------------ calls
 
@@ -206,6 +286,7 @@ class GameApp:
                 raise err.invalid(f"players[{i}].displayName is longer than {MAX_NAME} characters")
             if player.bot not in pb.BotLevel.values():
                 raise err.invalid(f"players[{i}].bot {player.bot} is not a bot level")
+        table_of(request, len(players))  # judged before the deal (INVALID_ARGUMENT)
         try:
             ruleset = convert.ruleset_from_proto(request.ruleset)
             seed = request.seed or secrets.token_hex(16)
@@ -265,10 +346,23 @@ class GameApp:
         tokens = {
             i: new_seat_token() if api_key is None else seat_token_of(api_key, game_id, i)
             for i, p in enumerate(players)
-            if not p.bot
+            if not p.bot and not p.open
         }
+        # A table (open seats, or settings): its host token, and a private
+        # table's join code (service.app.tables).
+        table = table_of(request, len(players)) or NO_TABLE
+        host_token = code = ""
+        if table is not NO_TABLE:
+            host_token = new_seat_token()
+            opens = any(p.open for p in players)
+            if opens and table.visibility != pb.VISIBILITY_PUBLIC:
+                code = await self._tables.reserve_code(game_id)
+            table = dataclasses.replace(table, code=code, host_hash=hash_token(host_token))
+        opened = tuple(p.open for p in players)
         seats = Seats(
-            names=tuple(p.display_name or f"Player {i + 1}" for i, p in enumerate(players)),
+            names=tuple(
+                "" if p.open else p.display_name or f"Player {i + 1}" for i, p in enumerate(players)
+            ),
             bots=tuple(int(p.bot) for p in players),
             token_hashes=tuple(
                 hash_token(tokens[i]) if i in tokens else "" for i in range(len(players))
@@ -276,17 +370,22 @@ class GameApp:
             seed_from_caller=bool(request.seed),
             tenant=place.tenant,
             turn_timeout=request.turn_timeout_seconds,  # (judged by create_game)
+            open=opened if any(opened) else (),
+            started=not any(opened),
+            table=table,
         )
         events: list[StoredEvent] = []
         append_events(events, game.opening_events, 0)
         bot_moves = 0
-        if not games.plays_in_background(seats):
+        if seats.started and not games.plays_in_background(seats):
             # (Mixed games: the bots before the first person, as after a move.)
             game, bot_moves = await self._turns.play_bots(game, seats.bots, events, creating=True)
         deadline = games.deadline(game, seats)
         response = pb.CreateGameResponse(
             game=Loaded.new(game_id, game, seats, deadline).view(None),
             seats=[pb.SeatToken(seat=i, token=t) for i, t in tokens.items()],
+            host_token=host_token,
+            join_code=code,
         )
         record = GameRecord(game_id, game.version, state_bytes(game), seats.to_bytes(), deadline)
         # Remembered without its tokens: a request id is no secret (anyone
@@ -329,6 +428,7 @@ class GameApp:
             )
             return replayed
         place.counted = True
+        await self._tables.created(game_id, seats)
         if due is not None and due < now_ms() + CREATE_GRACE_MS:
             try:
                 await self.store.schedule(game_id, due)
@@ -344,20 +444,36 @@ class GameApp:
         )
         self.metrics.games_created.inc()
         self.metrics.bot_moves.inc(bot_moves)
+        if self.webhooks.enabled(place.tenant):
+            await self.tell(
+                place.tenant,
+                "game.created",
+                game_id,
+                {
+                    "preset": game.rules.preset,
+                    "players": [
+                        {"seat": i, "displayName": n, "bot": b, "open": seats.is_open(i)}
+                        for i, (n, b) in enumerate(zip(seats.names, seats.bots, strict=True))
+                    ],
+                    "waiting": not seats.started,
+                },
+            )
         if game.over:  # (a game of bots only, played here: bots_only = "request")
-            await self.game_finished(game_id, seats)
+            await self.game_finished(game_id, seats, game)
         return response
 
     async def get_game(self, game_id: str, caller: Caller) -> Fields:
         """The caller's GameView, as its fields (railyard_api.fields)."""
         loaded, seat = await self._admission.seated(game_id, caller, required=False)
+        if seat is None:  # a spectator: as the table's delay holds it back
+            return loaded.view_fields(None, delay=loaded.seats.table.spectator_delay)
         return loaded.view_fields(seat)
 
     async def list_legal_moves(self, game_id: str, caller: Caller) -> pb.ListLegalMovesResponse:
         loaded, seat = await self._admission.seated(game_id, caller, required=True)
         game = loaded.game
         response = pb.ListLegalMovesResponse(version=game.version)
-        if not game.over and game.current_seat == seat:
+        if not game.over and loaded.seats.started and game.current_seat == seat:
             for move in game.legal_moves():
                 response.moves.add(move=convert.move_to_proto(move), notation=str(move))
         return response
@@ -399,6 +515,15 @@ class GameApp:
             base = loaded.record.version
             if expected is not None and expected != base:
                 raise err.version_mismatch(expected, base)
+            seats = loaded.seats
+            if not seats.started:
+                raise err.not_started(request.game_id)
+            # A person who moves has not timed out (TableSettings.maxTimeouts).
+            new_seats = (
+                dataclasses.replace(seats, timeouts=())
+                if seats.timeouts and seats.timeouts[seat]
+                else None
+            )
             game = loaded.game
             try:
                 moved = game.apply(move, seat=seat)
@@ -434,6 +559,8 @@ class GameApp:
                     if isinstance(answer, pb.ApplyMoveResponse)
                     else None,
                     deadline=deadline,
+                    rev=loaded.record.rev,
+                    new_seats=new_seats,
                 )
             except StoreUnavailableError as exc:
                 raise games.store_failed(exc) from exc
@@ -489,6 +616,38 @@ class GameApp:
         """The game's public log. The answer of a finished game is kept and
         shared by every caller (service.app.history): it must not be changed."""
         return await self._watching.get_game_log(game_id, caller)
+
+    # ------------------------------------------------------------ tables
+
+    async def join_game(self, request: pb.JoinGameRequest, caller: Caller) -> pb.JoinGameResponse:
+        """Take an open seat (service.app.tables)."""
+        return await self._tables.join(request, caller)
+
+    async def start_game(self, game_id: str, caller: Caller) -> Fields:
+        """The host starts a waiting table: the public view's fields."""
+        return await self._tables.start(game_id, caller)
+
+    async def leave_game(self, game_id: str, caller: Caller) -> Fields:
+        """Give up the caller's seat: the public view's fields."""
+        return await self._tables.leave(game_id, caller)
+
+    async def rematch(self, game_id: str, caller: Caller) -> pb.RematchResponse:
+        return await self._tables.rematch(game_id, caller)
+
+    async def list_games(
+        self, request: pb.ListGamesRequest, caller: Caller
+    ) -> pb.ListGamesResponse:
+        """The joinable public tables of the caller's tenant (its API key's;
+        none configured: every table)."""
+        tenant = None
+        keys = self._admission.api_keys
+        if keys.required:
+            if not caller.api_key:
+                raise err.api_key_required()
+            tenant = keys.tenant_of(caller.api_key)
+            if tenant is None:
+                raise err.bad_api_key()
+        return await self._tables.list_games(request, caller, tenant)
 
     def list_rulesets(self) -> pb.ListRulesetsResponse:
         return pb.ListRulesetsResponse(

@@ -44,8 +44,69 @@ COMMIT_ATTEMPTS: Final = 8
 
 
 @dataclass(frozen=True, slots=True)
+class Table:
+    """How a table seats people and spectators (CreateGame's TableSettings),
+    and what JoinGame, StartGame and ListGames need to know of it."""
+
+    visibility: int = pb.VISIBILITY_PRIVATE
+    #: Plays open seats at StartGame, and seats given up during play.
+    bot_level: int = pb.BOT_LEVEL_GREEDY
+    spectators: int = pb.SPECTATORS_ALLOWED
+    #: Versions a spectator's view is behind the game's (none once over).
+    spectator_delay: int = 0
+    #: Turn timeouts in a row that give a person's seat to the bot (0: never).
+    max_timeouts: int = 0
+    #: A private table's join code ("" for a public one).
+    code: str = ""
+    #: The SHA-256 of the host token (StartGame); "" when there is none.
+    host_hash: str = ""
+    #: CreateGame's time (ms since the epoch): ListGames' order.
+    created_ms: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "visibility": self.visibility,
+            "bot": self.bot_level,
+            "spectators": self.spectators,
+            "delay": self.spectator_delay,
+            "maxTimeouts": self.max_timeouts,
+            "code": self.code,
+            "host": self.host_hash,
+            "created": self.created_ms,
+        }
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Table:
+        return cls(
+            int(raw["visibility"]),
+            int(raw["bot"]),
+            int(raw["spectators"]),
+            int(raw["delay"]),
+            int(raw["maxTimeouts"]),
+            str(raw["code"]),
+            str(raw["host"]),
+            int(raw["created"]),
+        )
+
+    def settings_fields(self) -> dict[str, Any]:
+        """GameView.table (the join code is never shown there)."""
+        return {
+            "visibility": self.visibility,
+            "bot_level": self.bot_level,
+            "spectators": self.spectators,
+            "spectator_delay": self.spectator_delay,
+            "max_timeouts": self.max_timeouts,
+        }
+
+
+#: A game created before tables: every seat taken, spectators allowed.
+NO_TABLE: Final = Table(visibility=pb.VISIBILITY_PRIVATE)
+
+
+@dataclass(frozen=True, slots=True)
 class Seats:
-    """The service's metadata of a game: names, bot levels, token hashes."""
+    """The service's metadata of a game: names, bot levels, token hashes, and
+    its table (open seats, whether it started, its settings)."""
 
     names: tuple[str, ...]
     bots: tuple[int, ...]
@@ -58,6 +119,18 @@ class Seats:
 
     #: Seconds a person has for each move (0: no timer).
     turn_timeout: int = 0
+    #: Per seat: open for someone to join (empty: none is).
+    open: tuple[bool, ...] = ()
+    #: False while the table waits for people (GAME_STATUS_WAITING).
+    started: bool = True
+    table: Table = NO_TABLE
+    #: Per seat: the person's turn timeouts in a row (empty: none).
+    timeouts: tuple[int, ...] = ()
+    #: A finished game's rematch (its id), once asked for.
+    rematch: str = ""
+    #: A rematch's seats: per seat, the hash of the token of the finished
+    #: game that claims this seat's new token ("" once claimed, or none).
+    claims: tuple[str, ...] = ()
 
     def to_bytes(self) -> bytes:
         fields: dict[str, object] = {
@@ -72,6 +145,18 @@ class Seats:
 
         if self.turn_timeout:
             fields["turnTimeout"] = self.turn_timeout
+        if any(self.open):
+            fields["open"] = self.open
+        if not self.started:
+            fields["waiting"] = True
+        if self.table is not NO_TABLE:
+            fields["table"] = self.table.to_json()
+        if any(self.timeouts):
+            fields["timeouts"] = self.timeouts
+        if self.rematch:
+            fields["rematch"] = self.rematch
+        if any(self.claims):
+            fields["claims"] = self.claims
         return json.dumps(fields, separators=(",", ":")).encode()
 
     @classmethod
@@ -82,7 +167,7 @@ class Seats:
         """The seat whose token this is; every hash is compared, in constant time.
 
         A bot seat's stored hash is "": a SHA-256 hex digest is never "", so
-        no token is ever a bot seat's."""
+        no token is ever a bot seat's (nor an open seat's, nor a seat given up)."""
         digest = hash_token(token)
         found = None
         for seat, stored in enumerate(self.token_hashes):
@@ -90,11 +175,23 @@ class Seats:
                 found = seat
         return found
 
+    def is_host(self, token: str) -> bool:
+        """Whether ``token`` is the table's host token."""
+        host = self.table.host_hash
+        return bool(host) and hmac.compare_digest(hash_token(token), host)
+
+    def is_open(self, seat: int) -> bool:
+        return bool(self.open) and self.open[seat]
+
+    def open_seats(self) -> list[int]:
+        return [seat for seat, is_open in enumerate(self.open) if is_open]
+
 
 @functools.lru_cache(maxsize=4096)
 def _seats_of(data: bytes) -> Seats:
-    # A game's seats never change after creation: parse each game's once.
+    # Parsed once per distinct metadata (it changes only when a seat does).
     raw = json.loads(data)
+    table = raw.get("table")
     return Seats(
         tuple(raw["names"]),
         tuple(raw["bots"]),
@@ -102,6 +199,12 @@ def _seats_of(data: bytes) -> Seats:
         bool(raw.get("callerSeed", False)),  # absent in games stored before it
         raw.get("tenant"),
         int(raw.get("turnTimeout", 0)),
+        tuple(bool(o) for o in raw.get("open", ())),
+        not raw.get("waiting", False),
+        NO_TABLE if table is None else Table.from_json(table),
+        tuple(int(t) for t in raw.get("timeouts", ())),
+        str(raw.get("rematch", "")),
+        tuple(str(c) for c in raw.get("claims", ())),
     )
 
 
@@ -150,21 +253,42 @@ class Loaded:
         loaded.game = game
         return loaded
 
-    def view_fields(self, seat: int | None) -> dict[str, Any]:
+    def view_fields(self, seat: int | None, *, delay: int = 0) -> dict[str, Any]:
         """The game as ``seat`` sees it (None: a spectator), the turn's timer
         included: a GameView's fields (railyard_api.fields), which each
-        transport writes out."""
-        view = engine.build_view(self.game, seat)
+        transport writes out. ``delay``: a spectator's view as it was that
+        many versions ago (TableSettings.spectator_delay)."""
         seats = self.seats
+        game = self.game
+        shown = min(delay, game.version) if delay and not game.over else 0
+        if shown:
+            game = engine.replay(game.rules, game.players, game.seed, game.history[:-shown])
+        # A waiting table hides every hand: its deal is made, and a seat
+        # taken and given up again must not show one hand after another.
+        view = engine.build_view(game, seat if seats.started else None)
         fields = convert.view_fields(
             view, self.record.game_id, seats.names, seats.bots, seats.seed_from_caller
         )
         if seats.turn_timeout:
             fields["turn_timeout_seconds"] = seats.turn_timeout
-            if self.deadline_ms and not self.game.over:
+            if self.deadline_ms and not game.over and seats.started and not shown:
                 deadline = Timestamp()
                 deadline.FromMilliseconds(self.deadline_ms)
                 fields["turn_deadline"] = deadline
+        if seats.table is not NO_TABLE:
+            fields["table"] = seats.table.settings_fields()
+        if any(seats.open):
+            for player in fields["players"]:
+                player["open"] = seats.open[player["seat"]]
+        if not seats.started:
+            fields["status"] = pb.GAME_STATUS_WAITING
+            fields["current_seat"] = None
+            fields["turn"] = None
+            fields["viewer_seat"] = seat
+        if seats.rematch:
+            fields["rematch_game_id"] = seats.rematch
+        if shown:
+            fields["delayed_by"] = shown
         return fields
 
     def view(self, seat: int | None) -> pb.GameView:
@@ -213,14 +337,15 @@ class Games:
         store: Store,
         settings: Settings,
         metrics: Metrics,
-        finished: Callable[[str, Seats], Awaitable[None]],
+        committed: Callable[[str, Seats, engine.GameState, Sequence[StoredEvent]], Awaitable[None]],
     ) -> None:
-        """``finished``: called once a commit finishing a game succeeded
-        (GameApp.game_finished)."""
+        """``committed``: called after every commit that succeeded, with the
+        game and the events it appended (GameApp.committed: a finished game's
+        count and tenant place, webhooks)."""
         self.store = store
         self.settings = settings
         self.metrics = metrics
-        self._finished = finished
+        self._committed = committed
 
     def store_failed(self, exc: StoreUnavailableError) -> ServiceError:
         """The API error for a store failure, counted."""
@@ -263,7 +388,12 @@ class Games:
         """The deadline (ms since the epoch) of the move ``game`` waits for,
         from now: each person's move has the whole timeout; 0 without a timer,
         on a bot's turn and once over."""
-        if not seats.turn_timeout or game.over or seats.bots[game.current_seat]:
+        if (
+            not seats.turn_timeout
+            or game.over
+            or not seats.started
+            or seats.bots[game.current_seat]
+        ):
             return 0
         return now_ms() + seats.turn_timeout * 1000
 
@@ -271,7 +401,7 @@ class Games:
         """When the service next has a move to play in ``game`` (ms since the
         epoch): now for a game of bots only played in the background, the
         deadline of a timed person's move, else never (``None``)."""
-        if game.over:
+        if game.over or not seats.started:
             return None
         if self.plays_in_background(seats):
             return now_ms()
@@ -289,6 +419,8 @@ class Games:
         *,
         deadline: int | None = None,
         schedule: bool = True,
+        rev: int = 0,
+        new_seats: Seats | None = None,
     ) -> Commit:
         """Every change to a stored game goes through here (a person's move,
         background play, a timed-out turn): the store's compare-and-set on
@@ -297,7 +429,11 @@ class Games:
         game's entry reschedules it itself). Scheduled before the commit, so
         that no crash between the two loses it: an entry whose commit then
         failed only makes a replica look at the game once for nothing.
-        ``deadline``: the one an answer already shows (else from now)."""
+        ``deadline``: the one an answer already shows (else from now).
+        ``rev``: the revision of the seats the change was made from; with
+        ``new_seats``, the seats change too (service.app.tables)."""
+        if new_seats is not None:
+            seats = new_seats
         if deadline is None:
             deadline = self.deadline(game, seats)
         due = self.due(game, seats, deadline)
@@ -312,7 +448,9 @@ class Games:
             request_key,
             response,
             deadline,
+            rev=rev,
+            meta=None if new_seats is None else new_seats.to_bytes(),
         )
-        if result is Commit.OK and game.over:
-            await self._finished(game_id, seats)
+        if result is Commit.OK:
+            await self._committed(game_id, seats, game, events)
         return result

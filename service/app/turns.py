@@ -10,16 +10,17 @@ service.app.background).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, cast
 
 import engine
 from railyard_api import game_service_pb2 as pb
 from service.app import errors as err
 from service.app.bots import ALL_BOTS_BUDGET, BotPlayer, BotsBusyError, BotWorkExceededError
 from service.app.errors import ServiceError
-from service.app.games import COMMIT_ATTEMPTS, Games, append_events, next_seq
+from service.app.games import COMMIT_ATTEMPTS, Games, Seats, append_events, next_seq
 from service.store import Commit, StoredEvent, now_ms
 
 log = logging.getLogger("railyard")
@@ -41,6 +42,25 @@ def play_timed_out(game: engine.GameState, seat: int, out: list[StoredEvent]) ->
         view = engine.build_view(game, seat)
         move = engine.choose(TIMED_OUT_LEVEL, view, game.legal_moves(), engine.bot_key(view))
         append_events(out, game.apply(move, seat=seat), game.version)
+
+
+def timed_out(seats: Seats, seat: int) -> Seats:
+    """``seats`` after ``seat``'s timer ran out once more: counted, and the
+    seat given to the table's bot at its ``max_timeouts``-th time in a row."""
+    limit = seats.table.max_timeouts
+    if not limit:
+        return seats
+    counts = list(seats.timeouts) or [0] * len(seats.names)
+    counts[seat] += 1
+    if counts[seat] >= limit:
+        counts[seat] = 0
+        return dataclasses.replace(
+            seats,
+            bots=(*seats.bots[:seat], seats.table.bot_level, *seats.bots[seat + 1 :]),
+            token_hashes=(*seats.token_hashes[:seat], "", *seats.token_hashes[seat + 1 :]),
+            timeouts=tuple(counts) if any(counts) else (),
+        )
+    return dataclasses.replace(seats, timeouts=tuple(counts))
 
 
 class Turns:
@@ -138,13 +158,34 @@ class Turns:
                     return record.deadline_ms  # moved in time (a spurious entry, or early)
                 seat = game.current_seat
                 play_timed_out(game, seat, events)
+                new_seats = timed_out(seats, seat)
+                if new_seats.bots[seat]:  # TableSettings.maxTimeouts: replaced
+                    left = pb.SeatLeft(
+                        seat=seat,
+                        reason=pb.LEAVE_REASON_TIMEOUTS,
+                        bot=cast(pb.BotLevel.ValueType, new_seats.bots[seat]),
+                    )
+                    version = game.version
+                    seq = next_seq(events, version)
+                    event = pb.GameEvent(version=version, seat_left=left)
+                    events.append(StoredEvent(version, seq + 1, event.SerializeToString()))
+                    log.info("game %s: seat %d timed out too often; a bot plays it", game_id, seat)
+                seats = new_seats
                 game, bot_moves = await self.play_bots(game, seats.bots, events)
                 log.info("game %s: seat %d timed out; played for it", game_id, seat)
             else:
                 return None  # a person's turn without a timer: nothing is the service's
             deadline = games.deadline(game, seats)
             result = await games.commit(
-                game_id, record.version, game, seats, events, deadline=deadline, schedule=False
+                game_id,
+                record.version,
+                game,
+                seats,
+                events,
+                deadline=deadline,
+                schedule=False,
+                rev=record.rev,
+                new_seats=None if seats is loaded.seats else seats,
             )
             if result is Commit.OK:
                 self.metrics.bot_moves.inc(bot_moves)

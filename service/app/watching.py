@@ -13,8 +13,9 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 import engine
 from railyard_api import convert
 from railyard_api import game_service_pb2 as pb
+from railyard_api.fields import build
 from service.app import errors as err
-from service.app.admission import Admission, Caller
+from service.app.admission import Admission, Caller, admit_spectator
 from service.app.games import Games, Loaded
 from service.app.history import FinishedLogs, ReadSlots
 from service.ops import tracing
@@ -34,6 +35,20 @@ def log_of(game: engine.GameState, stored: Sequence[StoredEvent]) -> pb.GetGameL
     if game.over:
         response.seed = game.seed  # MT-FAIR-1: revealed once over
     return response
+
+
+def _held_back(loaded: Loaded, stored: list[StoredEvent]) -> list[StoredEvent]:
+    """A spectator's part of the log: none of the last spectator_delay
+    versions while the game goes on."""
+    delay = loaded.seats.table.spectator_delay
+    if not delay or loaded.game.over:
+        return stored
+    cut = loaded.record.version - delay
+    return [e for e in stored if e.version <= cut]
+
+
+def build_view(loaded: Loaded, delay: int) -> pb.GameView:
+    return build(pb.GameView(), loaded.view_fields(None, delay=delay))
 
 
 class Watching:
@@ -78,6 +93,11 @@ class Watching:
     ) -> AsyncGenerator[tuple[pb.GameEvent, ...] | None, None]:
         store = self.games.store
         version = loaded.record.version
+        delay = loaded.seats.table.spectator_delay if seat is None else 0
+        if delay and not loaded.game.over:
+            async for item in self._delayed(game_id, loaded, delay, after_version):
+                yield item
+            return
         # Stream ids are <version>-<seq> with seq from 1, so (v + 1, 0) is just
         # after every event of version v.
         position = ((version if after_version is None else max(after_version, -1)) + 1, 0)
@@ -120,21 +140,81 @@ class Watching:
                     return
             yield tuple(group)
 
+    async def _delayed(
+        self, game_id: str, loaded: Loaded, delay: int, after_version: int | None
+    ) -> AsyncGenerator[tuple[pb.GameEvent, ...] | None, None]:
+        """A spectator's stream held ``delay`` versions behind the game
+        (TableSettings.spectator_delay): the snapshot as of then, then each
+        version once the game is ``delay`` past it, everything at once when
+        it ends. Polls the store's events (every keep-alive period at most)."""
+        store = self.games.store
+        latest = loaded.record.version
+        shown = max(latest - delay, 0)
+        yield (pb.GameEvent(version=shown, snapshot=build_view(loaded, delay)),)
+        position = ((shown if after_version is None else min(after_version, shown)) + 1, 0)
+        held: list[StoredEvent] = []
+        with self.history_reads.hold():
+            held = await self.games.read_events(game_id, position[0] - 1)
+        while True:
+            ended = any(
+                pb.GameEvent.FromString(e.payload).WhichOneof("kind") == "game_ended"
+                for e in held[-3:]
+            )
+            if held:
+                latest = max(latest, held[-1].version)
+            cut = latest + 1 if ended else latest - delay
+            ready = [e for e in held if e.version <= cut]
+            held = held[len(ready) :]
+            group: list[pb.GameEvent] = []
+            for stored in ready:
+                if group and stored.version != group[-1].version:
+                    yield tuple(group)
+                    group = []
+                group.append(convert.redact(pb.GameEvent.FromString(stored.payload), None))
+                position = (stored.version, stored.seq)
+            if group:
+                yield tuple(group)
+            if ended and not held:
+                return
+            last = held[-1] if held else None
+            after = (last.version, last.seq) if last is not None else position
+            try:
+                batch = await store.wait_events(game_id, after, self.settings.keepalive)
+            except StoreUnavailableError as exc:
+                raise self.games.store_failed(exc) from exc
+            if not batch:
+                yield None
+                continue
+            held += batch
+
     async def get_game_log(self, game_id: str, caller: Caller) -> pb.GetGameLogResponse:
         """GameApp.get_game_log."""
         await self.admission.admit_address(caller)  # the public log: no seat is involved
         tracing.note({tracing.GAME_ID: game_id})
-        kept = self.finished_logs.get(game_id)
+        kept = self.finished_logs.get(game_id)  # (only of games anyone may watch)
         log.debug("game %s: log %s", game_id, "kept" if kept else "read from the store")
         if kept is not None:
             return kept.response
+        if caller.token:  # a seat, or the host: judged with the table's spectators
+            return await self._restricted_log(game_id, caller)
         with self.history_reads.hold():
             loaded = await self.games.load(game_id)
+            admit_spectator(loaded, caller)
             stored = await self.games.read_events(game_id, -1)
-        response = log_of(loaded.game, stored)
-        if loaded.game.over:  # (loaded before the read: no event came after it)
+        response = log_of(loaded.game, _held_back(loaded, stored))
+        if loaded.game.over and loaded.seats.table.spectators == pb.SPECTATORS_ALLOWED:
+            # (loaded before the read: no event came after it). Kept only
+            # where anyone may read it: a kept log is answered unjudged.
             self.finished_logs.put(game_id, stored, response)
         return response
+
+    async def _restricted_log(self, game_id: str, caller: Caller) -> pb.GetGameLogResponse:
+        """GetGameLog with a token: a seat's (the whole public log) or the
+        host's (a spectator's)."""
+        loaded, seat = await self.admission.seated(game_id, caller, required=False)
+        with self.history_reads.hold():
+            stored = await self.games.read_events(game_id, -1)
+        return log_of(loaded.game, stored if seat is not None else _held_back(loaded, stored))
 
     async def _history(self, loaded: Loaded, after_version: int) -> list[StoredEvent]:
         """The events after ``after_version`` a resuming watcher missed: a

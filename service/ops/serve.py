@@ -304,6 +304,9 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     logging.getLogger(GRPC_AIO_LOGGER).addFilter(client_gone)
     background = BackgroundPlayer(app)
     background.start()
+    # Webhooks: GameApp's emit calls queue the events in the store; every
+    # replica's task delivers from the queues (service.app.webhooks).
+    app.webhooks.start()
     if not shares_ports(settings):  # (a worker's supervisor says it, once)
         tls = bool(settings.tls_cert)
         log.info("%s", where_to_go(settings.host, http_port, grpc_port, tls=tls))
@@ -316,7 +319,12 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     close_streams(http_api)
     watches_closing.set()
     http_server.should_exit = True
-    await asyncio.gather(grpc_server.stop(grace=5), http_task, background.stop(grace=5))
+    await asyncio.gather(
+        grpc_server.stop(grace=5),
+        http_task,
+        background.stop(grace=5),
+        app.webhooks.stop(grace=5),
+    )
     app.close()
     await store.close()
     tracing.shutdown()  # the last spans leave

@@ -60,6 +60,9 @@ _BOT: Final = (0.0001, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5
 #: Streams live as long as their game: their duration is not a latency.
 STREAMING: Final = frozenset({"WatchGame"})
 
+#: What a webhook delivery attempt came to (service.app.webhooks).
+WEBHOOK_OUTCOMES: Final = ("delivered", "failed", "refused", "dropped")
+
 _Attributes = dict[str, str]
 
 
@@ -228,6 +231,26 @@ class Metrics:
             "cpython.gc.collections",
             [_gc_collections],
             description="Garbage collections run, by generation",
+        )
+        # Webhooks (service.app.webhooks), counted by each replica's delivery task.
+        #: Delivery attempts by outcome (WEBHOOK_OUTCOMES).
+        self.webhook_deliveries = {
+            outcome: Count({"outcome": outcome}) for outcome in WEBHOOK_OUTCOMES
+        }
+        counter(
+            "railyard_webhook_deliveries",
+            "Webhook delivery attempts, by outcome: delivered (2xx), failed (another "
+            "answer, a timeout, no connection: retried), refused (the target's address "
+            "is not allowed: retried), dropped (given up, or unreadable)",
+            *self.webhook_deliveries.values(),
+        )
+        #: Events queued for the tenants' webhooks (retries included), as last counted.
+        self.webhook_queued = Count()
+        meter.create_observable_gauge(
+            "railyard_webhook_queued",
+            [_observe(lambda: (self.webhook_queued,))],
+            description="Webhook events not yet delivered nor dropped, retries included, "
+            "as this replica last counted them (the queue is the deployment's)",
         )
 
     def _call(self, kind: str, name: str, outcome: str) -> tuple[Count, _Attributes | None]:

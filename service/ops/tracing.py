@@ -193,6 +193,9 @@ class TracedStore:
         request_key: str | None,
         response: bytes | None,
         deadline_ms: int = 0,
+        *,
+        rev: int = 0,
+        meta: bytes | None = None,
     ) -> Commit:
         result: Commit = await self._traced(
             "commit",
@@ -206,6 +209,8 @@ class TracedStore:
                 request_key,
                 response,
                 deadline_ms,
+                rev=rev,
+                meta=meta,
             ),
             lambda committed: str(committed.value),
         )

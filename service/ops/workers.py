@@ -129,7 +129,7 @@ def _worker(settings: Settings, supervisor: int, ready: Connection) -> None:
     os.environ["OTEL_RESOURCE_ATTRIBUTES"] = ",".join(
         a for a in (attributes, f"service.instance.id={instance}") if a
     )
-    configure_logging(settings.log_level, settings.log_format, settings.plain_api_keys())
+    configure_logging(settings.log_level, settings.log_format, settings.log_secrets())
 
     async def run() -> None:
         started = asyncio.Event()

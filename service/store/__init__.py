@@ -60,6 +60,9 @@ class GameRecord:
     meta: bytes  # service's seat metadata (JSON): names, bot levels, token hashes
     #: When the person to move runs out of time (ms since the epoch); 0: no timer.
     deadline_ms: int = 0
+    #: The revision of ``meta``: +1 each time a commit changes it (a seat
+    #: taken or given up), so that a commit made from an older one fails.
+    rev: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +77,11 @@ class StoredEvent:
     version: int
     seq: int
     payload: bytes  # a serialized railyard.v1.GameEvent
+
+
+def listed_member(created_ms: int, game_id: str) -> str:
+    """A listed table as the list keeps it: members sort by creation, then id."""
+    return f"{created_ms:015d}:{game_id}"
 
 
 class Commit(Enum):
@@ -128,11 +136,16 @@ class Store(Protocol):
         request_key: str | None,
         response: bytes | None,
         deadline_ms: int = 0,
+        *,
+        rev: int = 0,
+        meta: bytes | None = None,
     ) -> Commit:
-        """If the game is at ``expected_version``: write ``state`` at ``version``
-        and its turn's ``deadline_ms``, append ``events``, remember ``response``
-        under ``request_key``, refresh every TTL, all in one atomic step. Else
-        change nothing.
+        """If the game is at ``expected_version`` and its meta at revision
+        ``rev``: write ``state`` at ``version`` and its turn's ``deadline_ms``,
+        ``meta`` when given (its revision then goes up one), append
+        ``events``, remember ``response`` under ``request_key``, refresh every
+        TTL, all in one atomic step. Else change nothing
+        (VERSION_MISMATCH).
 
         The version check is what makes a request apply once: a commit whose
         answer was lost may still have been applied, so a caller retrying a
@@ -171,6 +184,33 @@ class Store(Protocol):
     async def release_live(self, tenant: str, game_id: str) -> None:
         """No longer count ``game_id`` among ``tenant``'s games (idempotent)."""
 
+    # -- tables (service.app.tables): join codes, and the listed tables of
+    # each tenant, oldest first. Neither is in a game's own keys (a Cluster
+    # puts them in other slots), so each is only an index: ListGames and
+    # JoinGame read the game itself to learn whether it is still joinable.
+
+    async def put_code(self, code: str, game_id: str) -> bool:
+        """Keep join code ``code`` for ``game_id`` for ``game_ttl``; False,
+        and nothing written, when the code is taken."""
+        ...
+
+    async def code_game(self, code: str) -> str | None:
+        """The game of a join code, or None."""
+        ...
+
+    async def list_add(self, tenant: str, member: str) -> None:
+        """List a table (``member``: :func:`listed_member`) for ``tenant``."""
+        ...
+
+    async def list_remove(self, tenant: str, member: str) -> None:
+        """No longer list it (idempotent)."""
+        ...
+
+    async def list_page(self, tenant: str, after: str, limit: int) -> list[str]:
+        """Up to ``limit`` of ``tenant``'s listed members, in order, each
+        after ``after`` ("": from the first)."""
+        ...
+
     # -- due work: background play and turn timers, shared by every replica.
     # One entry per game, at the time (ms since the epoch) its next move is
     # the service's to play. Claiming an entry leases it: its time becomes the
@@ -203,3 +243,58 @@ class Store(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+    # ==== webhooks: each tenant's delivery queue (service.app.webhooks) =======
+    # (A block of its own, kept at the end.) An entry is opaque bytes with an
+    # id of the store's. Reading hands an entry to a consumer (one per
+    # process) until that consumer settles it: done (delivered, or given up)
+    # or moved among the tenant's retries, each due again at a time, when it
+    # goes back into the queue as a new entry. An entry whose consumer stops
+    # (dies) without settling it is reclaimed by another after an idle time.
+    # Times are unix seconds from the caller's clock, except the idle time
+    # (the store's: Redis's own for a stream's pending entries).
+
+    async def webhook_push(self, tenant: str, entry: bytes) -> None:
+        """Append ``entry`` to ``tenant``'s queue, durably where the store is
+        (Redis: written before this returns)."""
+        ...
+
+    async def webhook_read(self, tenant: str, consumer: str, limit: int) -> list[tuple[str, bytes]]:
+        """Up to ``limit`` of ``tenant``'s entries never handed out, oldest
+        first, now ``consumer``'s: ``(entry id, entry)`` each."""
+        ...
+
+    async def webhook_reclaim(
+        self, tenant: str, consumer: str, idle: float, limit: int
+    ) -> list[tuple[str, bytes]]:
+        """Up to ``limit`` of ``tenant``'s entries handed out at least
+        ``idle`` seconds ago and not settled since, now ``consumer``'s."""
+        ...
+
+    async def webhook_done(self, tenant: str, entry_id: str) -> None:
+        """Settle an entry for good: it leaves the queue (idempotent)."""
+        ...
+
+    async def webhook_retry(
+        self, tenant: str, entry_id: str, consumer: str, entry: bytes, due: float
+    ) -> bool:
+        """Settle ``consumer``'s entry by putting ``entry`` (its next attempt)
+        among ``tenant``'s retries, due at ``due``, in one atomic step; False,
+        changing nothing, when the entry is not ``consumer``'s (any more)."""
+        ...
+
+    async def webhook_promote(self, tenant: str, now: float, limit: int) -> int:
+        """Move up to ``limit`` of ``tenant``'s retries due by ``now`` back into
+        its queue, each as a new entry, atomically; how many moved."""
+        ...
+
+    async def webhook_backlog(self, tenant: str) -> int:
+        """``tenant``'s entries not settled for good: queued (handed out or
+        not) and retries."""
+        ...
+
+    async def webhook_forget(self, tenant: str, idle: float) -> int:
+        """Forget the consumers of ``tenant``'s queue that hold no entry and
+        were last heard of ``idle`` seconds ago or more (processes gone for
+        good: every run of a process is a consumer of its own); how many."""
+        ...

@@ -13,6 +13,7 @@ calls. (Only hidden, expired games used to keep their memory for good.)
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import ctypes
 import ctypes.util
@@ -82,6 +83,10 @@ class MemoryStore:
         self._freed = 0  # games freed since the C heap was last trimmed
         #: Each tenant's games in progress: game id -> when it stops counting.
         self._live_games: dict[str, dict[str, float]] = {}
+        #: Join codes: code -> (game id, when it expires).
+        self._codes: dict[str, tuple[str, float]] = {}
+        #: Listed tables per tenant, sorted (service.store.listed_member).
+        self._listed: dict[str, list[str]] = {}
 
         # Due work (Store.schedule): game id -> (due or lease end in ms, owner or "").
         self._due: dict[str, tuple[int, str]] = {}
@@ -159,14 +164,22 @@ class MemoryStore:
         request_key: str | None,
         response: bytes | None,
         deadline_ms: int = 0,
+        *,
+        rev: int = 0,
+        meta: bytes | None = None,
     ) -> Commit:
         game = self._live(game_id)
         if game is None:
             return Commit.NOT_FOUND
-        if game.record.version != expected_version:
+        record = game.record
+        if record.version != expected_version or record.rev != rev:
             return Commit.VERSION_MISMATCH
         now = self._clock()
-        game.record = GameRecord(game_id, version, state, game.record.meta, deadline_ms)
+        if meta is not None:
+            record = GameRecord(game_id, version, state, meta, deadline_ms, rev + 1)
+        else:
+            record = GameRecord(game_id, version, state, record.meta, deadline_ms, rev)
+        game.record = record
         game.events.extend(events)
         game.expires = now + self._game_ttl
         if request_key is not None and response is not None:
@@ -251,6 +264,37 @@ class MemoryStore:
             if not games:
                 del self._live_games[tenant]
 
+    # -- tables: join codes and the public tables' list (service.app.tables)
+
+    async def put_code(self, code: str, game_id: str) -> bool:
+        now = self._clock()
+        found = self._codes.get(code)
+        if found is not None and found[1] > now:
+            return False
+        self._codes[code] = (game_id, now + self._game_ttl)
+        return True
+
+    async def code_game(self, code: str) -> str | None:
+        found = self._codes.get(code)
+        return None if found is None or found[1] <= self._clock() else found[0]
+
+    async def list_add(self, tenant: str, member: str) -> None:
+        listed = self._listed.setdefault(tenant, [])
+        at = bisect.bisect_left(listed, member)
+        if at == len(listed) or listed[at] != member:
+            listed.insert(at, member)
+
+    async def list_remove(self, tenant: str, member: str) -> None:
+        listed = self._listed.get(tenant, [])
+        at = bisect.bisect_left(listed, member)
+        if at < len(listed) and listed[at] == member:
+            del listed[at]
+
+    async def list_page(self, tenant: str, after: str, limit: int) -> list[str]:
+        listed = self._listed.get(tenant, [])
+        at = bisect.bisect_right(listed, after) if after else 0
+        return listed[at : at + limit]
+
     async def schedule(self, game_id: str, due_ms: int) -> None:
         owner = self._due.get(game_id, (0, ""))[1]
         self._due[game_id] = (due_ms, owner)
@@ -290,3 +334,89 @@ class MemoryStore:
         self._games.clear()
         self._expiries.clear()
         self._due.clear()
+
+    # ==== webhooks: each tenant's delivery queue (service.app.webhooks) =======
+    # (A block of its own, kept at the end.) The same contract as Redis's
+    # stream and consumer group, in this process: lost when it stops.
+
+    _webhook_queues: dict[str, _WebhookQueue] | None = None
+
+    def _webhook_queue(self, tenant: str) -> _WebhookQueue:
+        if self._webhook_queues is None:
+            self._webhook_queues = {}
+        return self._webhook_queues.setdefault(tenant, _WebhookQueue())
+
+    async def webhook_push(self, tenant: str, entry: bytes) -> None:
+        self._webhook_queue(tenant).push(entry)
+
+    async def webhook_read(self, tenant: str, consumer: str, limit: int) -> list[tuple[str, bytes]]:
+        queue = self._webhook_queue(tenant)
+        now = self._clock()
+        taken: list[tuple[str, bytes]] = []
+        for entry_id, entry in queue.entries.items():  # (oldest first: stops at ``limit``)
+            if len(taken) >= limit:
+                break
+            if entry_id not in queue.handed:
+                taken.append((entry_id, entry))
+        for entry_id, _ in taken:
+            queue.handed[entry_id] = (consumer, now)
+        return taken
+
+    async def webhook_reclaim(
+        self, tenant: str, consumer: str, idle: float, limit: int
+    ) -> list[tuple[str, bytes]]:
+        queue = self._webhook_queue(tenant)
+        now = self._clock()
+        stale = [i for i, (_, since) in queue.handed.items() if since <= now - idle][:limit]
+        for entry_id in stale:
+            queue.handed[entry_id] = (consumer, now)
+        return [(i, queue.entries[i]) for i in stale]
+
+    async def webhook_done(self, tenant: str, entry_id: str) -> None:
+        queue = self._webhook_queue(tenant)
+        queue.entries.pop(entry_id, None)
+        queue.handed.pop(entry_id, None)
+
+    async def webhook_retry(
+        self, tenant: str, entry_id: str, consumer: str, entry: bytes, due: float
+    ) -> bool:
+        queue = self._webhook_queue(tenant)
+        held = queue.handed.get(entry_id)
+        if held is None or held[0] != consumer:
+            return False
+        await self.webhook_done(tenant, entry_id)
+        queue.seq += 1
+        heapq.heappush(queue.retries, (due, queue.seq, entry))
+        return True
+
+    async def webhook_promote(self, tenant: str, now: float, limit: int) -> int:
+        queue = self._webhook_queue(tenant)
+        moved = 0
+        while queue.retries and queue.retries[0][0] <= now and moved < limit:
+            queue.push(heapq.heappop(queue.retries)[2])
+            moved += 1
+        return moved
+
+    async def webhook_backlog(self, tenant: str) -> int:
+        queue = self._webhook_queue(tenant)
+        return len(queue.entries) + len(queue.retries)
+
+    async def webhook_forget(self, tenant: str, idle: float) -> int:
+        return 0  # (consumers are known only by the entries they hold)
+
+
+@dataclass
+class _WebhookQueue:
+    """One tenant's webhook queue in process (MemoryStore's webhook block)."""
+
+    #: Entries not settled, by id, oldest first (ids increase).
+    entries: dict[str, bytes] = field(default_factory=dict)
+    #: Entries handed out: id -> (consumer, when, by the store's clock).
+    handed: dict[str, tuple[str, float]] = field(default_factory=dict)
+    #: Retries: (due, sequence, entry), a heap.
+    retries: list[tuple[float, int, bytes]] = field(default_factory=list)
+    seq: int = 0
+
+    def push(self, entry: bytes) -> None:
+        self.seq += 1
+        self.entries[f"{self.seq}-0"] = entry

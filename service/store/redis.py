@@ -3,7 +3,8 @@
 Every key of a game carries the game id as its hash tag, so they all live in
 one cluster slot and one Lua script may touch them together:
 
-* ``{prefix}:{<game_id>}:g``: a hash with fields ``state``, ``version``, ``meta``;
+* ``{prefix}:{<game_id>}:g``: a hash with fields ``state``, ``version``, ``meta``,
+  ``deadline`` and ``rev`` (the meta's revision: +1 each time it changes);
 * ``{prefix}:{<game_id>}:e``: a Redis Stream of the game's events, entry id
   ``<version>-<seq>``, field ``p`` = the event's payload;
 * ``{prefix}:{<game_id>}:r:<request_key>``: a string, a remembered response;
@@ -111,35 +112,41 @@ return {'ok'}
 
 # commit: KEYS = game hash, event stream[, request key]
 # ARGV = expected version, new version, state, game ttl ms, request ttl ms,
-#        response, turn deadline ms, then <stream id>, <payload> per event (ids
-#        strictly increasing).
+#        response, turn deadline ms, expected revision, new meta ("" keeps
+#        it; else the revision goes up one), then <stream id>, <payload> per
+#        event (ids strictly increasing).
 # Returns "ok" | "not_found" | "version_mismatch" | "bad_event_id"; nothing
 # is written (or published) unless it returns "ok". Refused up front at
 # maxmemory, as create.
 _COMMIT_LUA = """#!lua
 local game, stream, request = KEYS[1], KEYS[2], KEYS[3]
-local current = redis.call('HGET', game, 'version')
-if not current then return 'not_found' end
-if current ~= ARGV[1] then return 'version_mismatch' end
-if #ARGV >= 8 then
+local current = redis.call('HMGET', game, 'version', 'rev')
+if not current[1] then return 'not_found' end
+if current[1] ~= ARGV[1] or (current[2] or '0') ~= ARGV[8] then
+  return 'version_mismatch'
+end
+if #ARGV >= 10 then
   -- XADD would fail half-way through an id at or below the stream's last one.
   local last = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)[1]
   if last then
     local lv, ls = string.match(last[1], '^(%d+)-(%d+)$')
-    local nv, ns = string.match(ARGV[8], '^(%d+)-(%d+)$')
+    local nv, ns = string.match(ARGV[10], '^(%d+)-(%d+)$')
     lv, ls, nv, ns = tonumber(lv), tonumber(ls), tonumber(nv), tonumber(ns)
     if nv < lv or (nv == lv and ns <= ls) then return 'bad_event_id' end
   end
 end
 redis.call('HSET', game, 'state', ARGV[3], 'version', ARGV[2], 'deadline', ARGV[7])
-for i = 8, #ARGV, 2 do
+if ARGV[9] ~= '' then
+  redis.call('HSET', game, 'meta', ARGV[9], 'rev', tonumber(ARGV[8]) + 1)
+end
+for i = 10, #ARGV, 2 do
   redis.call('XADD', stream, ARGV[i], 'p', ARGV[i + 1])
 end
 redis.call('PEXPIRE', game, ARGV[4])
 redis.call('PEXPIRE', stream, ARGV[4])
 if request then redis.call('SET', request, ARGV[6], 'PX', ARGV[5]) end
 -- Last, once written: a woken watcher reads what this script wrote.
-if #ARGV >= 8 then redis.call('PUBLISH', stream, ARGV[2]) end
+if #ARGV >= 10 then redis.call('PUBLISH', stream, ARGV[2]) end
 return 'ok'
 """
 
@@ -402,15 +409,20 @@ class RedisStore:
 
         async def call() -> Any:
             return await self._client.call(
-                "HMGET", key, "state", "version", "meta", "deadline", route=key
+                "HMGET", key, "state", "version", "meta", "deadline", "rev", route=key
             )
 
-        state, version, meta, deadline = await self._read(f"load game {game_id}", call)
+        state, version, meta, deadline, rev = await self._read(f"load game {game_id}", call)
         if state is None or version is None:
             return None
-        # (No deadline field: a game stored before timers, which has none.)
+        # (No deadline or rev field: a game stored before timers or tables.)
         return GameRecord(
-            game_id, int(version), bytes(state), bytes(meta or b""), int(deadline or 0)
+            game_id,
+            int(version),
+            bytes(state),
+            bytes(meta or b""),
+            int(deadline or 0),
+            int(rev or 0),
         )
 
     async def commit(
@@ -423,6 +435,9 @@ class RedisStore:
         request_key: str | None,
         response: bytes | None,
         deadline_ms: int = 0,
+        *,
+        rev: int = 0,
+        meta: bytes | None = None,
     ) -> Commit:
         keys = [self.game_key(game_id), self.events_key(game_id)]
         if request_key is not None and response is not None:
@@ -435,6 +450,8 @@ class RedisStore:
             self._request_ttl_ms,
             b"" if response is None else response,
             deadline_ms,
+            rev,
+            b"" if meta is None else meta,
         ]
         args += _event_args(events)
         try:
@@ -566,6 +583,55 @@ class RedisStore:
         async with self._guard(f"release a live game of {tenant}", writes=True):
             await self._client.call("ZREM", key, game_id, route=key)
 
+    # -- tables: join codes and the public tables' list (service.app.tables)
+
+    def code_key(self, code: str) -> str:
+        return f"{self._prefix}:{{code}}:{code}"
+
+    def listed_key(self, tenant: str) -> str:
+        """A tenant's listed tables: a sorted set whose members (all of score
+        0) sort by creation, :func:`service.store.listed_member`."""
+        return f"{self._prefix}:{{listed}}:{tenant or '-'}"
+
+    async def put_code(self, code: str, game_id: str) -> bool:
+        key = self.code_key(code)
+        async with self._guard("store a join code", writes=True):
+            reply = await self._client.call(
+                "SET", key, game_id, "NX", "PX", self._game_ttl_ms, route=key
+            )
+        return reply is not None
+
+    async def code_game(self, code: str) -> str | None:
+        key = self.code_key(code)
+
+        async def call() -> Any:
+            return await self._client.call("GET", key, route=key)
+
+        found = await self._read("read a join code", call)
+        return None if found is None else bytes(found).decode()
+
+    async def list_add(self, tenant: str, member: str) -> None:
+        key = self.listed_key(tenant)
+        async with self._guard("list a table", writes=True):
+            await self._client.call("ZADD", key, 0, member, route=key)
+
+    async def list_remove(self, tenant: str, member: str) -> None:
+        key = self.listed_key(tenant)
+        async with self._guard("unlist a table", writes=True):
+            await self._client.call("ZREM", key, member, route=key)
+
+    async def list_page(self, tenant: str, after: str, limit: int) -> list[str]:
+        key = self.listed_key(tenant)
+        start = f"({after}" if after else "-"
+
+        async def call() -> Any:
+            return await self._client.call(
+                "ZRANGE", key, start, "+", "BYLEX", "LIMIT", 0, limit, route=key
+            )
+
+        reply = await self._read("list tables", call)
+        return [bytes(member).decode() for member in reply or ()]
+
     async def schedule(self, game_id: str, due_ms: int) -> None:
         self._tag(game_id)  # (refuses an id that is no game's)
         async with self._guard(f"schedule game {game_id}"):
@@ -598,3 +664,179 @@ class RedisStore:
     async def close(self) -> None:
         await self._subscriber.close()
         await self._client.close()
+
+    # ==== webhooks: each tenant's delivery queue (service.app.webhooks) =======
+    # (A block of its own, kept at the end; its scripts follow the class.)
+    # Every key shares the hash tag {webhooks}, so a script sees a tenant's
+    # queue and retries together (one Cluster slot):
+    #   {prefix}:{webhooks}:<tenant>:q      a stream, field "e" = the entry,
+    #                                       read by the consumer group "deliver"
+    #                                       (one consumer per process); a
+    #                                       settled entry is XACKed and XDELed,
+    #                                       so XLEN is what is left to do;
+    #   {prefix}:{webhooks}:<tenant>:retry  a sorted set of entries (their next
+    #                                       attempt) by when each is due (ms).
+
+    _webhook_scripts: dict[str, Script] | None = None
+
+    def webhook_keys(self, tenant: str) -> tuple[str, str]:
+        """``tenant``'s queue (a stream) and retries (a sorted set)."""
+        if not tenant or "{" in tenant or "}" in tenant:
+            raise ValueError(f"bad tenant {tenant!r}")
+        base = f"{self._prefix}:{{webhooks}}:{tenant}"
+        return f"{base}:q", f"{base}:retry"
+
+    def _webhook_script(self, name: str) -> Script:
+        if self._webhook_scripts is None:
+            self._webhook_scripts = {
+                script: Script(self._client, source) for script, source in _WEBHOOK_LUA.items()
+            }
+        return self._webhook_scripts[name]
+
+    async def _webhook_group_call(self, stream: str, *args: Arg) -> Any:
+        """A consumer group command on ``stream``; the group is made (from the
+        stream's start, so nothing queued before it is missed) when Redis says
+        there is none: first use, or the keys were lost with a flush."""
+        try:
+            return await self._client.call(*args, route=stream)
+        except ReplyError as exc:
+            if not str(exc).startswith("NOGROUP"):
+                raise
+        try:
+            await self._client.call(
+                "XGROUP", "CREATE", stream, _WEBHOOK_GROUP, "0", "MKSTREAM", route=stream
+            )
+        except ReplyError as exc:
+            if not str(exc).startswith("BUSYGROUP"):  # (another process made it meanwhile)
+                raise
+        return await self._client.call(*args, route=stream)
+
+    async def webhook_push(self, tenant: str, entry: bytes) -> None:
+        stream, _ = self.webhook_keys(tenant)
+        async with self._guard(f"queue a webhook of {tenant}", writes=True):
+            await self._client.call("XADD", stream, "*", "e", entry, route=stream)
+
+    async def webhook_read(self, tenant: str, consumer: str, limit: int) -> list[tuple[str, bytes]]:
+        stream, _ = self.webhook_keys(tenant)
+        async with self._guard(f"read the webhooks of {tenant}"):
+            reply = await self._webhook_group_call(
+                stream,
+                "XREADGROUP", "GROUP", _WEBHOOK_GROUP, consumer,
+                "COUNT", limit, "STREAMS", stream, ">",
+            )  # fmt: skip
+        if not reply:
+            return []
+        return _webhook_entries(reply[0][1])
+
+    async def webhook_reclaim(
+        self, tenant: str, consumer: str, idle: float, limit: int
+    ) -> list[tuple[str, bytes]]:
+        stream, _ = self.webhook_keys(tenant)
+        async with self._guard(f"reclaim the webhooks of {tenant}"):
+            reply = await self._webhook_group_call(
+                stream,
+                "XAUTOCLAIM", stream, _WEBHOOK_GROUP, consumer,
+                _ms(idle), "0-0", "COUNT", limit,
+            )  # fmt: skip
+        # [next cursor, entries, ids deleted meanwhile (Redis 7)]
+        return _webhook_entries(reply[1])
+
+    async def webhook_done(self, tenant: str, entry_id: str) -> None:
+        stream, _ = self.webhook_keys(tenant)
+        async with self._guard(f"settle a webhook of {tenant}", writes=True):
+            await self._client.pipeline(
+                ("XACK", stream, _WEBHOOK_GROUP, entry_id), ("XDEL", stream, entry_id), route=stream
+            )
+
+    async def webhook_retry(
+        self, tenant: str, entry_id: str, consumer: str, entry: bytes, due: float
+    ) -> bool:
+        keys = list(self.webhook_keys(tenant))
+        args: list[Arg] = [_WEBHOOK_GROUP, entry_id, consumer, round(due * 1000), entry]
+        async with self._guard(f"retry a webhook of {tenant}", writes=True):
+            reply = await self._webhook_script("retry")(keys, args)
+        return bool(reply)
+
+    async def webhook_promote(self, tenant: str, now: float, limit: int) -> int:
+        stream, retries = self.webhook_keys(tenant)
+        async with self._guard(f"requeue the due webhooks of {tenant}", writes=True):
+            reply = await self._webhook_script("promote")(
+                [retries, stream], [round(now * 1000), limit]
+            )
+        return int(reply)
+
+    async def webhook_backlog(self, tenant: str) -> int:
+        stream, retries = self.webhook_keys(tenant)
+        async with self._guard(f"count the webhooks of {tenant}"):
+            queued, waiting = await self._client.pipeline(
+                ("XLEN", stream), ("ZCARD", retries), route=stream
+            )
+        return int(queued) + int(waiting)
+
+    async def webhook_forget(self, tenant: str, idle: float) -> int:
+        stream, _ = self.webhook_keys(tenant)
+        async with self._guard(f"forget the gone consumers of {tenant}'s webhooks"):
+            reply = await self._webhook_script("forget")([stream], [_WEBHOOK_GROUP, _ms(idle)])
+        return int(reply)
+
+
+# ---- webhooks' scripts and replies (RedisStore's webhook block above) ----------
+
+_WEBHOOK_GROUP = "deliver"
+
+_WEBHOOK_LUA: dict[str, str] = {
+    # KEYS = queue, retries; ARGV = group, entry id, consumer, due ms, entry.
+    # Only the consumer holding the entry moves it (one that was reclaimed
+    # from it, while it still tried, is another's now). 1 moved, 0 not.
+    # The scripts start with a shebang: at maxmemory Redis refuses them
+    # whole, rather than stop one after its XDEL and before its ZADD.
+    "retry": """#!lua
+local held = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1, ARGV[3])
+if #held == 0 then return 0 end
+redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
+redis.call('XDEL', KEYS[1], ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[4], ARGV[5])
+return 1
+""",
+    # KEYS = queue; ARGV = group, idle ms. Deletes the consumers holding no
+    # entry and idle that long, in one step (no read can hand one an entry
+    # between the look and the delete). How many.
+    "forget": """#!lua
+local found, consumers = pcall(redis.call, 'XINFO', 'CONSUMERS', KEYS[1], ARGV[1])
+if not found then return 0 end  -- no queue, or no group yet
+local gone = 0
+for _, consumer in ipairs(consumers) do
+  local fields = {}
+  for i = 1, #consumer, 2 do fields[consumer[i]] = consumer[i + 1] end
+  if fields['pending'] == 0 and fields['idle'] >= tonumber(ARGV[2]) then
+    redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], fields['name'])
+    gone = gone + 1
+  end
+end
+return gone
+""",
+    # KEYS = retries, queue; ARGV = now ms, limit. Each due entry goes back
+    # into the queue (a new stream entry) and leaves the retries, together.
+    "promote": """#!lua
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+for _, entry in ipairs(due) do
+  redis.call('XADD', KEYS[2], '*', 'e', entry)
+  redis.call('ZREM', KEYS[1], entry)
+end
+return #due
+""",
+}
+
+
+def _webhook_entries(entries: Any) -> list[tuple[str, bytes]]:
+    """``(id, entry)`` of stream entries ``[[id, [b"e", entry]], ...]``;
+    an entry deleted while pending (its fields nil) is skipped."""
+    out: list[tuple[str, bytes]] = []
+    for entry_id, fields in entries or ():
+        if not fields:
+            continue
+        values = dict(zip(fields[::2], fields[1::2], strict=True))
+        entry = values.get(b"e")
+        if entry is not None:
+            out.append((bytes(entry_id).decode(), bytes(entry)))
+    return out

@@ -250,6 +250,62 @@ BOT_LEVEL_GREEDY: BotLevel.ValueType  # 2
 BOT_LEVEL_EXPERT: BotLevel.ValueType  # 3
 Global___BotLevel: _TypeAlias = BotLevel  # noqa: Y015
 
+class _Visibility:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _VisibilityEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Visibility.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    VISIBILITY_UNSPECIFIED: _Visibility.ValueType  # 0
+    """Private."""
+    VISIBILITY_PUBLIC: _Visibility.ValueType  # 1
+    """Listed by ListGames; JoinGame by its id."""
+    VISIBILITY_PRIVATE: _Visibility.ValueType  # 2
+    """Not listed; JoinGame needs its join code."""
+
+class Visibility(_Visibility, metaclass=_VisibilityEnumTypeWrapper):
+    """Whether a table with open seats is listed."""
+
+VISIBILITY_UNSPECIFIED: Visibility.ValueType  # 0
+"""Private."""
+VISIBILITY_PUBLIC: Visibility.ValueType  # 1
+"""Listed by ListGames; JoinGame by its id."""
+VISIBILITY_PRIVATE: Visibility.ValueType  # 2
+"""Not listed; JoinGame needs its join code."""
+Global___Visibility: _TypeAlias = Visibility  # noqa: Y015
+
+class _Spectators:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _SpectatorsEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Spectators.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    SPECTATORS_UNSPECIFIED: _Spectators.ValueType  # 0
+    """Allowed."""
+    SPECTATORS_ALLOWED: _Spectators.ValueType  # 1
+    """Anyone who knows the game's id."""
+    SPECTATORS_SEATED_ONLY: _Spectators.ValueType  # 2
+    """Only people with a place at the table: its seats, and its host (the
+    host token CreateGame returned), who watches without playing.
+    """
+    SPECTATORS_NONE: _Spectators.ValueType  # 3
+    """Nobody: only the seats, each with its own view."""
+
+class Spectators(_Spectators, metaclass=_SpectatorsEnumTypeWrapper):
+    """Who may call GetGame, WatchGame and GetGameLog without a seat token."""
+
+SPECTATORS_UNSPECIFIED: Spectators.ValueType  # 0
+"""Allowed."""
+SPECTATORS_ALLOWED: Spectators.ValueType  # 1
+"""Anyone who knows the game's id."""
+SPECTATORS_SEATED_ONLY: Spectators.ValueType  # 2
+"""Only people with a place at the table: its seats, and its host (the
+host token CreateGame returned), who watches without playing.
+"""
+SPECTATORS_NONE: Spectators.ValueType  # 3
+"""Nobody: only the seats, each with its own view."""
+Global___Spectators: _TypeAlias = Spectators  # noqa: Y015
+
 class _GameStatus:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -259,6 +315,11 @@ class _GameStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_GameStatus
     GAME_STATUS_UNSPECIFIED: _GameStatus.ValueType  # 0
     GAME_STATUS_IN_PROGRESS: _GameStatus.ValueType  # 1
     GAME_STATUS_FINISHED: _GameStatus.ValueType  # 2
+    GAME_STATUS_WAITING: _GameStatus.ValueType  # 3
+    """Open seats wait for people (JoinGame). The game is dealt at creation
+    from its seed (committed to by seed_sha256), but nobody's hand is shown
+    and nobody moves until it starts.
+    """
 
 class GameStatus(_GameStatus, metaclass=_GameStatusEnumTypeWrapper):
     """Whether a game goes on."""
@@ -266,6 +327,11 @@ class GameStatus(_GameStatus, metaclass=_GameStatusEnumTypeWrapper):
 GAME_STATUS_UNSPECIFIED: GameStatus.ValueType  # 0
 GAME_STATUS_IN_PROGRESS: GameStatus.ValueType  # 1
 GAME_STATUS_FINISHED: GameStatus.ValueType  # 2
+GAME_STATUS_WAITING: GameStatus.ValueType  # 3
+"""Open seats wait for people (JoinGame). The game is dealt at creation
+from its seed (committed to by seed_sha256), but nobody's hand is shown
+and nobody moves until it starts.
+"""
 Global___GameStatus: _TypeAlias = GameStatus  # noqa: Y015
 
 class _DrawReason:
@@ -341,6 +407,28 @@ POINTS_REASON_TRIPLE_HEADER: PointsReason.ValueType  # 3
 POINTS_REASON_HAND_WON: PointsReason.ValueType  # 4
 """CL-BERGEN-1: the hand's winner."""
 Global___PointsReason: _TypeAlias = PointsReason  # noqa: Y015
+
+class _LeaveReason:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _LeaveReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_LeaveReason.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    LEAVE_REASON_UNSPECIFIED: _LeaveReason.ValueType  # 0
+    LEAVE_REASON_LEFT: _LeaveReason.ValueType  # 1
+    """LeaveGame."""
+    LEAVE_REASON_TIMEOUTS: _LeaveReason.ValueType  # 2
+    """The person's turn timer ran out max_timeouts times in a row."""
+
+class LeaveReason(_LeaveReason, metaclass=_LeaveReasonEnumTypeWrapper):
+    """Why a seat was given up."""
+
+LEAVE_REASON_UNSPECIFIED: LeaveReason.ValueType  # 0
+LEAVE_REASON_LEFT: LeaveReason.ValueType  # 1
+"""LeaveGame."""
+LEAVE_REASON_TIMEOUTS: LeaveReason.ValueType  # 2
+"""The person's turn timer ran out max_timeouts times in a row."""
+Global___LeaveReason: _TypeAlias = LeaveReason  # noqa: Y015
 
 @_typing.final
 class Tile(_message.Message):
@@ -749,22 +837,71 @@ class Player(_message.Message):
 
     DISPLAY_NAME_FIELD_NUMBER: _builtins.int
     BOT_FIELD_NUMBER: _builtins.int
+    OPEN_FIELD_NUMBER: _builtins.int
     display_name: _builtins.str
     bot: Global___BotLevel.ValueType
     """Absent: a person."""
+    open: _builtins.bool
+    """A person's seat left open for someone to take with JoinGame (the game
+    waits until every open seat is taken, or its host starts it).
+    """
     def __init__(
         self,
         *,
         display_name: _builtins.str = ...,
         bot: Global___BotLevel.ValueType = ...,
+        open: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot", b"bot", "display_name", b"display_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot", b"bot", "display_name", b"display_name", "open", b"open"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Player: _TypeAlias = Player  # noqa: Y015
+
+@_typing.final
+class TableSettings(_message.Message):
+    """How a table seats people and spectators (CreateGameRequest.table)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VISIBILITY_FIELD_NUMBER: _builtins.int
+    BOT_LEVEL_FIELD_NUMBER: _builtins.int
+    SPECTATORS_FIELD_NUMBER: _builtins.int
+    SPECTATOR_DELAY_FIELD_NUMBER: _builtins.int
+    MAX_TIMEOUTS_FIELD_NUMBER: _builtins.int
+    visibility: Global___Visibility.ValueType
+    bot_level: Global___BotLevel.ValueType
+    """Plays an open seat when the host starts the table, and the seat of a
+    person who left or timed out too often; absent: greedy.
+    """
+    spectators: Global___Spectators.ValueType
+    spectator_delay: _builtins.int
+    """Spectators see the public view as it was this many versions ago (at
+    most 1000), so that a watcher cannot relay the table to a player; none
+    once the game is over.
+    """
+    max_timeouts: _builtins.int
+    """A person whose turn timer runs out this many times in a row is replaced
+    by a bot, as if they had left (needs turn_timeout_seconds); 0: never.
+    """
+    def __init__(
+        self,
+        *,
+        visibility: Global___Visibility.ValueType = ...,
+        bot_level: Global___BotLevel.ValueType = ...,
+        spectators: Global___Spectators.ValueType = ...,
+        spectator_delay: _builtins.int = ...,
+        max_timeouts: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_level", b"bot_level", "max_timeouts", b"max_timeouts", "spectator_delay", b"spectator_delay", "spectators", b"spectators", "visibility", b"visibility"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TableSettings: _TypeAlias = TableSettings  # noqa: Y015
 
 @_typing.final
 class CreateGameRequest(_message.Message):
@@ -777,6 +914,7 @@ class CreateGameRequest(_message.Message):
     SEED_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     TURN_TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
+    TABLE_FIELD_NUMBER: _builtins.int
     seed: _builtins.str
     """Optional; a random one is drawn when empty. Revealed when the game is over."""
     request_id: _builtins.str
@@ -794,6 +932,10 @@ class CreateGameRequest(_message.Message):
     def players(self) -> _containers.RepeatedCompositeFieldContainer[Global___Player]:
         """Seats are numbered from 0 in this order."""
 
+    @_builtins.property
+    def table(self) -> Global___TableSettings:
+        """Open seats, listing, spectators, replacement of people who leave."""
+
     def __init__(
         self,
         *,
@@ -802,10 +944,11 @@ class CreateGameRequest(_message.Message):
         seed: _builtins.str = ...,
         request_id: _builtins.str = ...,
         turn_timeout_seconds: _builtins.int = ...,
+        table: Global___TableSettings | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["ruleset", b"ruleset"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["ruleset", b"ruleset", "table", b"table"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["players", b"players", "request_id", b"request_id", "ruleset", b"ruleset", "seed", b"seed", "turn_timeout_seconds", b"turn_timeout_seconds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["players", b"players", "request_id", b"request_id", "ruleset", b"ruleset", "seed", b"seed", "table", b"table", "turn_timeout_seconds", b"turn_timeout_seconds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -844,11 +987,19 @@ class CreateGameResponse(_message.Message):
     GAME_FIELD_NUMBER: _builtins.int
     SEATS_FIELD_NUMBER: _builtins.int
     REPLAYED_FIELD_NUMBER: _builtins.int
+    HOST_TOKEN_FIELD_NUMBER: _builtins.int
+    JOIN_CODE_FIELD_NUMBER: _builtins.int
     replayed: _builtins.bool
     """True when this answers a repeated request_id: the game is the one the
     first request created, and its seat tokens were shown to that request
     only (any caller may repeat a request id, so a replay carries no token).
     """
+    host_token: _builtins.str
+    """The table's host credential (StartGame, and watching under
+    SPECTATORS_SEATED_ONLY); only in the answer that created the game.
+    """
+    join_code: _builtins.str
+    """A private table's join code (JoinGame), when it has open seats."""
     @_builtins.property
     def game(self) -> Global___GameView:
         """The public view (version 0, plus one per bot move already played)."""
@@ -865,14 +1016,315 @@ class CreateGameResponse(_message.Message):
         game: Global___GameView | None = ...,
         seats: _abc.Iterable[Global___SeatToken] | None = ...,
         replayed: _builtins.bool = ...,
+        host_token: _builtins.str = ...,
+        join_code: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["game", b"game"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "replayed", b"replayed", "seats", b"seats"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "host_token", b"host_token", "join_code", b"join_code", "replayed", b"replayed", "seats", b"seats"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CreateGameResponse: _TypeAlias = CreateGameResponse  # noqa: Y015
+
+@_typing.final
+class JoinGameRequest(_message.Message):
+    """The request of JoinGame: the game's id, or its join code, or both."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    JOIN_CODE_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    DISPLAY_NAME_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    join_code: _builtins.str
+    """Needed for a private table (VISIBILITY_PRIVATE)."""
+    seat: _builtins.int
+    """The seat wanted; absent: the lowest open seat."""
+    display_name: _builtins.str
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+        join_code: _builtins.str = ...,
+        seat: _builtins.int | None = ...,
+        display_name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "seat", b"seat"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "display_name", b"display_name", "game_id", b"game_id", "join_code", b"join_code", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
+    _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__seat) -> _WhichOneofReturnType__seat | None: ...
+
+Global___JoinGameRequest: _TypeAlias = JoinGameRequest  # noqa: Y015
+
+@_typing.final
+class JoinGameResponse(_message.Message):
+    """The response of JoinGame."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def game(self) -> Global___GameView:
+        """The joiner's view: the table's, with the joiner's hand once it starts."""
+
+    @_builtins.property
+    def seat(self) -> Global___SeatToken:
+        """The seat taken and its token (shown only here)."""
+
+    def __init__(
+        self,
+        *,
+        game: Global___GameView | None = ...,
+        seat: Global___SeatToken | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "seat", b"seat"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___JoinGameResponse: _TypeAlias = JoinGameResponse  # noqa: Y015
+
+@_typing.final
+class StartGameRequest(_message.Message):
+    """The request of StartGame (authorization: the host token)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game_id", b"game_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StartGameRequest: _TypeAlias = StartGameRequest  # noqa: Y015
+
+@_typing.final
+class StartGameResponse(_message.Message):
+    """The response of StartGame."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def game(self) -> Global___GameView:
+        """The table's public view, started."""
+
+    def __init__(
+        self,
+        *,
+        game: Global___GameView | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["game", b"game"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StartGameResponse: _TypeAlias = StartGameResponse  # noqa: Y015
+
+@_typing.final
+class ListGamesRequest(_message.Message):
+    """The request of ListGames."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    page_size: _builtins.int
+    """At most this many tables (1..100; 0: 50; more: 100)."""
+    page_token: _builtins.str
+    """The next_page_token of the previous page; empty: the first page."""
+    def __init__(
+        self,
+        *,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListGamesRequest: _TypeAlias = ListGamesRequest  # noqa: Y015
+
+@_typing.final
+class GameSummary(_message.Message):
+    """A listed table."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    RULESET_FIELD_NUMBER: _builtins.int
+    PLAYERS_FIELD_NUMBER: _builtins.int
+    OPEN_SEATS_FIELD_NUMBER: _builtins.int
+    CREATE_TIME_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    open_seats: _builtins.int
+    @_builtins.property
+    def ruleset(self) -> Global___Ruleset:
+        """The preset's name, and every option resolved."""
+
+    @_builtins.property
+    def players(self) -> _containers.RepeatedCompositeFieldContainer[Global___PlayerView]:
+        """Every seat: its name, whether it is open, its bot level."""
+
+    @_builtins.property
+    def create_time(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+        ruleset: Global___Ruleset | None = ...,
+        players: _abc.Iterable[Global___PlayerView] | None = ...,
+        open_seats: _builtins.int = ...,
+        create_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "ruleset", b"ruleset"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "game_id", b"game_id", "open_seats", b"open_seats", "players", b"players", "ruleset", b"ruleset"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GameSummary: _TypeAlias = GameSummary  # noqa: Y015
+
+@_typing.final
+class ListGamesResponse(_message.Message):
+    """The response of ListGames."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAMES_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """Empty on the last page."""
+    @_builtins.property
+    def games(self) -> _containers.RepeatedCompositeFieldContainer[Global___GameSummary]: ...
+    def __init__(
+        self,
+        *,
+        games: _abc.Iterable[Global___GameSummary] | None = ...,
+        next_page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["games", b"games", "next_page_token", b"next_page_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListGamesResponse: _TypeAlias = ListGamesResponse  # noqa: Y015
+
+@_typing.final
+class LeaveGameRequest(_message.Message):
+    """The request of LeaveGame (authorization: the seat token)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game_id", b"game_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LeaveGameRequest: _TypeAlias = LeaveGameRequest  # noqa: Y015
+
+@_typing.final
+class LeaveGameResponse(_message.Message):
+    """The response of LeaveGame."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def game(self) -> Global___GameView:
+        """The table's public view after the seat was given up."""
+
+    def __init__(
+        self,
+        *,
+        game: Global___GameView | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["game", b"game"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LeaveGameResponse: _TypeAlias = LeaveGameResponse  # noqa: Y015
+
+@_typing.final
+class RematchRequest(_message.Message):
+    """The request of Rematch (authorization: a seat token of the finished game)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game_id", b"game_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RematchRequest: _TypeAlias = RematchRequest  # noqa: Y015
+
+@_typing.final
+class RematchResponse(_message.Message):
+    """The response of Rematch."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def game(self) -> Global___GameView:
+        """The caller's view of the new game."""
+
+    @_builtins.property
+    def seat(self) -> Global___SeatToken:
+        """The caller's seat in the new game and its token; absent when this seat's
+        token was already handed out (each old token gets its new one once).
+        """
+
+    def __init__(
+        self,
+        *,
+        game: Global___GameView | None = ...,
+        seat: Global___SeatToken | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "seat", b"seat"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RematchResponse: _TypeAlias = RematchResponse  # noqa: Y015
 
 @_typing.final
 class GetGameRequest(_message.Message):
@@ -1167,6 +1619,7 @@ class PlayerView(_message.Message):
     SCORE_FIELD_NUMBER: _builtins.int
     ROUND_SCORES_FIELD_NUMBER: _builtins.int
     BOT_FIELD_NUMBER: _builtins.int
+    OPEN_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     display_name: _builtins.str
     hand_count: _builtins.int
@@ -1174,6 +1627,8 @@ class PlayerView(_message.Message):
     score: _builtins.int
     """The total over the rounds played."""
     bot: Global___BotLevel.ValueType
+    open: _builtins.bool
+    """A seat waiting for someone to join (JoinGame)."""
     @_builtins.property
     def round_scores(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
     def __init__(
@@ -1186,10 +1641,11 @@ class PlayerView(_message.Message):
         score: _builtins.int = ...,
         round_scores: _abc.Iterable[_builtins.int] | None = ...,
         bot: Global___BotLevel.ValueType = ...,
+        open: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot", b"bot", "display_name", b"display_name", "hand_count", b"hand_count", "marker", b"marker", "round_scores", b"round_scores", "score", b"score", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot", b"bot", "display_name", b"display_name", "hand_count", b"hand_count", "marker", b"marker", "open", b"open", "round_scores", b"round_scores", "score", b"score", "seat", b"seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1421,6 +1877,9 @@ class GameView(_message.Message):
     TARGET_SCORE_FIELD_NUMBER: _builtins.int
     TURN_TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
     TURN_DEADLINE_FIELD_NUMBER: _builtins.int
+    TABLE_FIELD_NUMBER: _builtins.int
+    REMATCH_GAME_ID_FIELD_NUMBER: _builtins.int
+    DELAYED_BY_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     version: _builtins.int
     """+1 for every accepted move, bot moves included."""
@@ -1444,6 +1903,12 @@ class GameView(_message.Message):
     """CL-SC-2: the score that ends the game (rounds_total is then 0)."""
     turn_timeout_seconds: _builtins.int
     """CreateGame's turn_timeout_seconds; 0: no timer."""
+    rematch_game_id: _builtins.str
+    """A finished game's next game, once a seat asked for it (Rematch)."""
+    delayed_by: _builtins.int
+    """A spectator's view held back by the table's spectator_delay: the
+    version it shows is this many versions behind the game's.
+    """
     @_builtins.property
     def ruleset(self) -> Global___Ruleset:
         """Every option resolved."""
@@ -1484,6 +1949,10 @@ class GameView(_message.Message):
         turn); absent without a timer, on a bot's turn, and once finished.
         """
 
+    @_builtins.property
+    def table(self) -> Global___TableSettings:
+        """CreateGame's table settings (the join code is never shown here)."""
+
     def __init__(
         self,
         *,
@@ -1511,10 +1980,13 @@ class GameView(_message.Message):
         target_score: _builtins.int = ...,
         turn_timeout_seconds: _builtins.int = ...,
         turn_deadline: _timestamp_pb2.Timestamp | None = ...,
+        table: Global___TableSettings | None = ...,
+        rematch_game_id: _builtins.str = ...,
+        delayed_by: _builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_current_seat", b"_current_seat", "_viewer_seat", b"_viewer_seat", "current_seat", b"current_seat", "engine", b"engine", "line", b"line", "ruleset", b"ruleset", "turn", b"turn", "turn_deadline", b"turn_deadline", "viewer_seat", b"viewer_seat"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_current_seat", b"_current_seat", "_viewer_seat", b"_viewer_seat", "current_seat", b"current_seat", "engine", b"engine", "line", b"line", "ruleset", b"ruleset", "table", b"table", "turn", b"turn", "turn_deadline", b"turn_deadline", "viewer_seat", b"viewer_seat"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_current_seat", b"_current_seat", "_viewer_seat", b"_viewer_seat", "boneyard_count", b"boneyard_count", "current_seat", b"current_seat", "engine", b"engine", "game_id", b"game_id", "hand", b"hand", "line", b"line", "open_doubles", b"open_doubles", "players", b"players", "round", b"round", "rounds_total", b"rounds_total", "ruleset", b"ruleset", "seed", b"seed", "seed_from_caller", b"seed_from_caller", "seed_sha256", b"seed_sha256", "status", b"status", "target_score", b"target_score", "teams", b"teams", "trains", b"trains", "turn", b"turn", "turn_deadline", b"turn_deadline", "turn_timeout_seconds", b"turn_timeout_seconds", "version", b"version", "viewer_seat", b"viewer_seat", "winners", b"winners"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_current_seat", b"_current_seat", "_viewer_seat", b"_viewer_seat", "boneyard_count", b"boneyard_count", "current_seat", b"current_seat", "delayed_by", b"delayed_by", "engine", b"engine", "game_id", b"game_id", "hand", b"hand", "line", b"line", "open_doubles", b"open_doubles", "players", b"players", "rematch_game_id", b"rematch_game_id", "round", b"round", "rounds_total", b"rounds_total", "ruleset", b"ruleset", "seed", b"seed", "seed_from_caller", b"seed_from_caller", "seed_sha256", b"seed_sha256", "status", b"status", "table", b"table", "target_score", b"target_score", "teams", b"teams", "trains", b"trains", "turn", b"turn", "turn_deadline", b"turn_deadline", "turn_timeout_seconds", b"turn_timeout_seconds", "version", b"version", "viewer_seat", b"viewer_seat", "winners", b"winners"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__current_seat: _TypeAlias = _typing.Literal["current_seat"]  # noqa: Y015
     _WhichOneofArgType__current_seat: _TypeAlias = _typing.Literal["_current_seat", b"_current_seat"]  # noqa: Y015
@@ -1846,6 +2318,84 @@ class TurnTimedOut(_message.Message):
 Global___TurnTimedOut: _TypeAlias = TurnTimedOut  # noqa: Y015
 
 @_typing.final
+class SeatJoined(_message.Message):
+    """Someone took an open seat (JoinGame), or a rematch seat was claimed."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    DISPLAY_NAME_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    display_name: _builtins.str
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        display_name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["display_name", b"display_name", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SeatJoined: _TypeAlias = SeatJoined  # noqa: Y015
+
+@_typing.final
+class SeatLeft(_message.Message):
+    """A seat was given up: before the start it is open again; during play the
+    bot named plays it from the next turn.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    BOT_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    reason: Global___LeaveReason.ValueType
+    bot: Global___BotLevel.ValueType
+    """The bot that now plays the seat; absent before the start."""
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        reason: Global___LeaveReason.ValueType = ...,
+        bot: Global___BotLevel.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot", b"bot", "reason", b"reason", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SeatLeft: _TypeAlias = SeatLeft  # noqa: Y015
+
+@_typing.final
+class GameStarted(_message.Message):
+    """A waiting table started (its last seat taken, or StartGame); the bots
+    named play the seats that were still open.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BOT_SEATS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def bot_seats(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    def __init__(
+        self,
+        *,
+        bot_seats: _abc.Iterable[_builtins.int] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_seats", b"bot_seats"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GameStarted: _TypeAlias = GameStarted  # noqa: Y015
+
+@_typing.final
 class GameEvent(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -1863,6 +2413,9 @@ class GameEvent(_message.Message):
     GAME_ENDED_FIELD_NUMBER: _builtins.int
     POINTS_SCORED_FIELD_NUMBER: _builtins.int
     TURN_TIMED_OUT_FIELD_NUMBER: _builtins.int
+    SEAT_JOINED_FIELD_NUMBER: _builtins.int
+    SEAT_LEFT_FIELD_NUMBER: _builtins.int
+    GAME_STARTED_FIELD_NUMBER: _builtins.int
     version: _builtins.int
     @_builtins.property
     def snapshot(self) -> Global___GameView:
@@ -1892,6 +2445,12 @@ class GameEvent(_message.Message):
     def points_scored(self) -> Global___PointsScored: ...
     @_builtins.property
     def turn_timed_out(self) -> Global___TurnTimedOut: ...
+    @_builtins.property
+    def seat_joined(self) -> Global___SeatJoined: ...
+    @_builtins.property
+    def seat_left(self) -> Global___SeatLeft: ...
+    @_builtins.property
+    def game_started(self) -> Global___GameStarted: ...
     def __init__(
         self,
         *,
@@ -1909,12 +2468,15 @@ class GameEvent(_message.Message):
         game_ended: Global___GameEnded | None = ...,
         points_scored: Global___PointsScored | None = ...,
         turn_timed_out: Global___TurnTimedOut | None = ...,
+        seat_joined: Global___SeatJoined | None = ...,
+        seat_left: Global___SeatLeft | None = ...,
+        game_started: Global___GameStarted | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["double_satisfied", b"double_satisfied", "game_ended", b"game_ended", "kind", b"kind", "marker_placed", b"marker_placed", "marker_removed", b"marker_removed", "passed", b"passed", "points_scored", b"points_scored", "round_ended", b"round_ended", "round_started", b"round_started", "snapshot", b"snapshot", "tile_drawn", b"tile_drawn", "tile_played", b"tile_played", "turn_started", b"turn_started", "turn_timed_out", b"turn_timed_out"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["double_satisfied", b"double_satisfied", "game_ended", b"game_ended", "game_started", b"game_started", "kind", b"kind", "marker_placed", b"marker_placed", "marker_removed", b"marker_removed", "passed", b"passed", "points_scored", b"points_scored", "round_ended", b"round_ended", "round_started", b"round_started", "seat_joined", b"seat_joined", "seat_left", b"seat_left", "snapshot", b"snapshot", "tile_drawn", b"tile_drawn", "tile_played", b"tile_played", "turn_started", b"turn_started", "turn_timed_out", b"turn_timed_out"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["double_satisfied", b"double_satisfied", "game_ended", b"game_ended", "kind", b"kind", "marker_placed", b"marker_placed", "marker_removed", b"marker_removed", "passed", b"passed", "points_scored", b"points_scored", "round_ended", b"round_ended", "round_started", b"round_started", "snapshot", b"snapshot", "tile_drawn", b"tile_drawn", "tile_played", b"tile_played", "turn_started", b"turn_started", "turn_timed_out", b"turn_timed_out", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["double_satisfied", b"double_satisfied", "game_ended", b"game_ended", "game_started", b"game_started", "kind", b"kind", "marker_placed", b"marker_placed", "marker_removed", b"marker_removed", "passed", b"passed", "points_scored", b"points_scored", "round_ended", b"round_ended", "round_started", b"round_started", "seat_joined", b"seat_joined", "seat_left", b"seat_left", "snapshot", b"snapshot", "tile_drawn", b"tile_drawn", "tile_played", b"tile_played", "turn_started", b"turn_started", "turn_timed_out", b"turn_timed_out", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["snapshot", "tile_played", "tile_drawn", "passed", "marker_placed", "marker_removed", "double_satisfied", "turn_started", "round_started", "round_ended", "game_ended", "points_scored", "turn_timed_out"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["snapshot", "tile_played", "tile_drawn", "passed", "marker_placed", "marker_removed", "double_satisfied", "turn_started", "round_started", "round_ended", "game_ended", "points_scored", "turn_timed_out", "seat_joined", "seat_left", "game_started"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 

@@ -72,6 +72,31 @@ class GameServiceStub:
                 request_serializer=railyard_dot_v1_dot_game__service__pb2.ListRulesetsRequest.SerializeToString,
                 response_deserializer=railyard_dot_v1_dot_game__service__pb2.ListRulesetsResponse.FromString,
                 _registered_method=True)
+        self.JoinGame = channel.unary_unary(
+                '/railyard.v1.GameService/JoinGame',
+                request_serializer=railyard_dot_v1_dot_game__service__pb2.JoinGameRequest.SerializeToString,
+                response_deserializer=railyard_dot_v1_dot_game__service__pb2.JoinGameResponse.FromString,
+                _registered_method=True)
+        self.StartGame = channel.unary_unary(
+                '/railyard.v1.GameService/StartGame',
+                request_serializer=railyard_dot_v1_dot_game__service__pb2.StartGameRequest.SerializeToString,
+                response_deserializer=railyard_dot_v1_dot_game__service__pb2.StartGameResponse.FromString,
+                _registered_method=True)
+        self.ListGames = channel.unary_unary(
+                '/railyard.v1.GameService/ListGames',
+                request_serializer=railyard_dot_v1_dot_game__service__pb2.ListGamesRequest.SerializeToString,
+                response_deserializer=railyard_dot_v1_dot_game__service__pb2.ListGamesResponse.FromString,
+                _registered_method=True)
+        self.LeaveGame = channel.unary_unary(
+                '/railyard.v1.GameService/LeaveGame',
+                request_serializer=railyard_dot_v1_dot_game__service__pb2.LeaveGameRequest.SerializeToString,
+                response_deserializer=railyard_dot_v1_dot_game__service__pb2.LeaveGameResponse.FromString,
+                _registered_method=True)
+        self.Rematch = channel.unary_unary(
+                '/railyard.v1.GameService/Rematch',
+                request_serializer=railyard_dot_v1_dot_game__service__pb2.RematchRequest.SerializeToString,
+                response_deserializer=railyard_dot_v1_dot_game__service__pb2.RematchResponse.FromString,
+                _registered_method=True)
 
 
 class GameServiceServicer:
@@ -130,6 +155,47 @@ class GameServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def JoinGame(self, request, context):
+        """Take an open seat of a waiting table (by its id, or by its join code);
+        answers that seat's token to the first caller for it, and only to it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StartGame(self, request, context):
+        """The table's creator (its host token) starts a waiting table now, its
+        open seats played by bots of the table's level.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListGames(self, request, context):
+        """The joinable public tables of the caller's tenant, oldest first (AIP-158).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def LeaveGame(self, request, context):
+        """Give up the caller's seat: before the start it opens again; during play
+        a bot of the table's level plays it from the next turn, and the token
+        stops working.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Rematch(self, request, context):
+        """The next game of a finished one (any seat token of it): the same seats,
+        players and rules with a new seed. Each seat's holder gets its new token
+        by presenting its old one, once.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_GameServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -167,6 +233,31 @@ def add_GameServiceServicer_to_server(servicer, server):
                     servicer.ListRulesets,
                     request_deserializer=railyard_dot_v1_dot_game__service__pb2.ListRulesetsRequest.FromString,
                     response_serializer=railyard_dot_v1_dot_game__service__pb2.ListRulesetsResponse.SerializeToString,
+            ),
+            'JoinGame': grpc.unary_unary_rpc_method_handler(
+                    servicer.JoinGame,
+                    request_deserializer=railyard_dot_v1_dot_game__service__pb2.JoinGameRequest.FromString,
+                    response_serializer=railyard_dot_v1_dot_game__service__pb2.JoinGameResponse.SerializeToString,
+            ),
+            'StartGame': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartGame,
+                    request_deserializer=railyard_dot_v1_dot_game__service__pb2.StartGameRequest.FromString,
+                    response_serializer=railyard_dot_v1_dot_game__service__pb2.StartGameResponse.SerializeToString,
+            ),
+            'ListGames': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListGames,
+                    request_deserializer=railyard_dot_v1_dot_game__service__pb2.ListGamesRequest.FromString,
+                    response_serializer=railyard_dot_v1_dot_game__service__pb2.ListGamesResponse.SerializeToString,
+            ),
+            'LeaveGame': grpc.unary_unary_rpc_method_handler(
+                    servicer.LeaveGame,
+                    request_deserializer=railyard_dot_v1_dot_game__service__pb2.LeaveGameRequest.FromString,
+                    response_serializer=railyard_dot_v1_dot_game__service__pb2.LeaveGameResponse.SerializeToString,
+            ),
+            'Rematch': grpc.unary_unary_rpc_method_handler(
+                    servicer.Rematch,
+                    request_deserializer=railyard_dot_v1_dot_game__service__pb2.RematchRequest.FromString,
+                    response_serializer=railyard_dot_v1_dot_game__service__pb2.RematchResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -361,6 +452,141 @@ class GameService:
             '/railyard.v1.GameService/ListRulesets',
             railyard_dot_v1_dot_game__service__pb2.ListRulesetsRequest.SerializeToString,
             railyard_dot_v1_dot_game__service__pb2.ListRulesetsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def JoinGame(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/railyard.v1.GameService/JoinGame',
+            railyard_dot_v1_dot_game__service__pb2.JoinGameRequest.SerializeToString,
+            railyard_dot_v1_dot_game__service__pb2.JoinGameResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StartGame(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/railyard.v1.GameService/StartGame',
+            railyard_dot_v1_dot_game__service__pb2.StartGameRequest.SerializeToString,
+            railyard_dot_v1_dot_game__service__pb2.StartGameResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListGames(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/railyard.v1.GameService/ListGames',
+            railyard_dot_v1_dot_game__service__pb2.ListGamesRequest.SerializeToString,
+            railyard_dot_v1_dot_game__service__pb2.ListGamesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LeaveGame(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/railyard.v1.GameService/LeaveGame',
+            railyard_dot_v1_dot_game__service__pb2.LeaveGameRequest.SerializeToString,
+            railyard_dot_v1_dot_game__service__pb2.LeaveGameResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Rematch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/railyard.v1.GameService/Rematch',
+            railyard_dot_v1_dot_game__service__pb2.RematchRequest.SerializeToString,
+            railyard_dot_v1_dot_game__service__pb2.RematchResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -56,6 +56,26 @@ class GameServiceStub:
     """Every public event from the start; the seed once the game is over."""
     ListRulesets: _grpc.UnaryUnaryMultiCallable[_game_service_pb2.ListRulesetsRequest, _game_service_pb2.ListRulesetsResponse]
     """The presets with their options."""
+    JoinGame: _grpc.UnaryUnaryMultiCallable[_game_service_pb2.JoinGameRequest, _game_service_pb2.JoinGameResponse]
+    """Take an open seat of a waiting table (by its id, or by its join code);
+    answers that seat's token to the first caller for it, and only to it.
+    """
+    StartGame: _grpc.UnaryUnaryMultiCallable[_game_service_pb2.StartGameRequest, _game_service_pb2.StartGameResponse]
+    """The table's creator (its host token) starts a waiting table now, its
+    open seats played by bots of the table's level.
+    """
+    ListGames: _grpc.UnaryUnaryMultiCallable[_game_service_pb2.ListGamesRequest, _game_service_pb2.ListGamesResponse]
+    """The joinable public tables of the caller's tenant, oldest first (AIP-158)."""
+    LeaveGame: _grpc.UnaryUnaryMultiCallable[_game_service_pb2.LeaveGameRequest, _game_service_pb2.LeaveGameResponse]
+    """Give up the caller's seat: before the start it opens again; during play
+    a bot of the table's level plays it from the next turn, and the token
+    stops working.
+    """
+    Rematch: _grpc.UnaryUnaryMultiCallable[_game_service_pb2.RematchRequest, _game_service_pb2.RematchResponse]
+    """The next game of a finished one (any seat token of it): the same seats,
+    players and rules with a new seed. Each seat's holder gets its new token
+    by presenting its old one, once.
+    """
 
 @_typing.type_check_only
 class GameServiceAsyncStub(GameServiceStub):
@@ -81,6 +101,26 @@ class GameServiceAsyncStub(GameServiceStub):
     """Every public event from the start; the seed once the game is over."""
     ListRulesets: _aio.UnaryUnaryMultiCallable[_game_service_pb2.ListRulesetsRequest, _game_service_pb2.ListRulesetsResponse]  # type: ignore[assignment]
     """The presets with their options."""
+    JoinGame: _aio.UnaryUnaryMultiCallable[_game_service_pb2.JoinGameRequest, _game_service_pb2.JoinGameResponse]  # type: ignore[assignment]
+    """Take an open seat of a waiting table (by its id, or by its join code);
+    answers that seat's token to the first caller for it, and only to it.
+    """
+    StartGame: _aio.UnaryUnaryMultiCallable[_game_service_pb2.StartGameRequest, _game_service_pb2.StartGameResponse]  # type: ignore[assignment]
+    """The table's creator (its host token) starts a waiting table now, its
+    open seats played by bots of the table's level.
+    """
+    ListGames: _aio.UnaryUnaryMultiCallable[_game_service_pb2.ListGamesRequest, _game_service_pb2.ListGamesResponse]  # type: ignore[assignment]
+    """The joinable public tables of the caller's tenant, oldest first (AIP-158)."""
+    LeaveGame: _aio.UnaryUnaryMultiCallable[_game_service_pb2.LeaveGameRequest, _game_service_pb2.LeaveGameResponse]  # type: ignore[assignment]
+    """Give up the caller's seat: before the start it opens again; during play
+    a bot of the table's level plays it from the next turn, and the token
+    stops working.
+    """
+    Rematch: _aio.UnaryUnaryMultiCallable[_game_service_pb2.RematchRequest, _game_service_pb2.RematchResponse]  # type: ignore[assignment]
+    """The next game of a finished one (any seat token of it): the same seats,
+    players and rules with a new seed. Each seat's holder gets its new token
+    by presenting its old one, once.
+    """
 
 class GameServiceServicer(metaclass=_abc_1.ABCMeta):
     """Create, view and play games. Seat calls carry `authorization: Bearer
@@ -145,5 +185,55 @@ class GameServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_game_service_pb2.ListRulesetsResponse, _abc.Awaitable[_game_service_pb2.ListRulesetsResponse]]:
         """The presets with their options."""
+
+    @_abc_1.abstractmethod
+    def JoinGame(
+        self,
+        request: _game_service_pb2.JoinGameRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_game_service_pb2.JoinGameResponse, _abc.Awaitable[_game_service_pb2.JoinGameResponse]]:
+        """Take an open seat of a waiting table (by its id, or by its join code);
+        answers that seat's token to the first caller for it, and only to it.
+        """
+
+    @_abc_1.abstractmethod
+    def StartGame(
+        self,
+        request: _game_service_pb2.StartGameRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_game_service_pb2.StartGameResponse, _abc.Awaitable[_game_service_pb2.StartGameResponse]]:
+        """The table's creator (its host token) starts a waiting table now, its
+        open seats played by bots of the table's level.
+        """
+
+    @_abc_1.abstractmethod
+    def ListGames(
+        self,
+        request: _game_service_pb2.ListGamesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_game_service_pb2.ListGamesResponse, _abc.Awaitable[_game_service_pb2.ListGamesResponse]]:
+        """The joinable public tables of the caller's tenant, oldest first (AIP-158)."""
+
+    @_abc_1.abstractmethod
+    def LeaveGame(
+        self,
+        request: _game_service_pb2.LeaveGameRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_game_service_pb2.LeaveGameResponse, _abc.Awaitable[_game_service_pb2.LeaveGameResponse]]:
+        """Give up the caller's seat: before the start it opens again; during play
+        a bot of the table's level plays it from the next turn, and the token
+        stops working.
+        """
+
+    @_abc_1.abstractmethod
+    def Rematch(
+        self,
+        request: _game_service_pb2.RematchRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_game_service_pb2.RematchResponse, _abc.Awaitable[_game_service_pb2.RematchResponse]]:
+        """The next game of a finished one (any seat token of it): the same seats,
+        players and rules with a new seed. Each seat's holder gets its new token
+        by presenting its old one, once.
+        """
 
 def add_GameServiceServicer_to_server(servicer: GameServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -327,6 +327,43 @@ class GameServicer:
             "GetGameLog", context, lambda caller: self.app.get_game_log(request.game_id, caller)
         )
 
+    async def JoinGame(  # noqa: N802
+        self, request: pb.JoinGameRequest, context: Context
+    ) -> pb.JoinGameResponse:
+        return await self._run(
+            "JoinGame", context, lambda caller: self.app.join_game(request, caller)
+        )
+
+    async def StartGame(  # noqa: N802
+        self, request: pb.StartGameRequest, context: Context
+    ) -> pb.StartGameResponse:
+        fields = await self._run(
+            "StartGame", context, lambda caller: self.app.start_game(request.game_id, caller)
+        )
+        return pb.StartGameResponse(game=build(pb.GameView(), fields))
+
+    async def ListGames(  # noqa: N802
+        self, request: pb.ListGamesRequest, context: Context
+    ) -> pb.ListGamesResponse:
+        return await self._run(
+            "ListGames", context, lambda caller: self.app.list_games(request, caller)
+        )
+
+    async def LeaveGame(  # noqa: N802
+        self, request: pb.LeaveGameRequest, context: Context
+    ) -> pb.LeaveGameResponse:
+        fields = await self._run(
+            "LeaveGame", context, lambda caller: self.app.leave_game(request.game_id, caller)
+        )
+        return pb.LeaveGameResponse(game=build(pb.GameView(), fields))
+
+    async def Rematch(  # noqa: N802
+        self, request: pb.RematchRequest, context: Context
+    ) -> pb.RematchResponse:
+        return await self._run(
+            "Rematch", context, lambda caller: self.app.rematch(request.game_id, caller)
+        )
+
     async def ListRulesets(  # noqa: N802
         self, request: pb.ListRulesetsRequest, context: Context
     ) -> pb.ListRulesetsResponse:

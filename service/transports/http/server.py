@@ -690,6 +690,149 @@ async def get_game_log(request: Request) -> Response:
     return proto_response(await game_app.get_game_log(game_id, caller))
 
 
+# ------------------------------------------------------------------ tables
+
+
+@games.get(
+    "",
+    operation_id="ListGames",
+    summary="List the joinable public tables",
+    description="The public tables of the caller's tenant (its x-api-key's) that wait for "
+    "people, oldest first, a page at a time (AIP-158): pass nextPageToken back as pageToken.",
+    openapi_extra={
+        **operation(
+            parameters=[
+                {
+                    "name": "pageSize",
+                    "in": "query",
+                    "required": False,
+                    "description": "At most this many tables (0 or absent: 50; above 100: 100).",
+                    "schema": {"type": "integer", "minimum": 0},
+                },
+                {
+                    "name": "pageToken",
+                    "in": "query",
+                    "required": False,
+                    "description": "The nextPageToken of the previous page.",
+                    "schema": {"type": "string"},
+                },
+            ],
+            ok=_json_ok("A page of tables", openapi.ref(pb.ListGamesResponse.DESCRIPTOR)),
+            failures=(400, 401, 403, 429, 503),
+        ),
+        "security": [{_API_KEY: []}, {}],
+    },
+)
+async def list_games(request: Request) -> Response:
+    game_app = game_app_of(request)
+    caller = caller_of(request.scope, game_app.proxies)
+    message = pb.ListGamesRequest(page_token=request.query_params.get("pageToken", ""))
+    size = request.query_params.get("pageSize")
+    if size is not None:
+        value = parse_int64(size, "pageSize")
+        if not -(2**31) <= value < 2**31:
+            raise errors.invalid("pageSize is out of range", field="pageSize")
+        message.page_size = value
+    return proto_response(await game_app.list_games(message, caller))
+
+
+def _path_body(request: Request, message: M, game_id: str) -> M:
+    if getattr(message, "game_id", "") and message.game_id not in (game_id, "-"):  # type: ignore[attr-defined]
+        raise errors.invalid("gameId belongs in the path, not in the body", field="gameId")
+    message.game_id = "" if game_id == "-" else game_id  # type: ignore[attr-defined]
+    return message
+
+
+@games.post(
+    "/{gameId}/join",
+    operation_id="JoinGame",
+    summary="Take an open seat",
+    description="Take an open seat of a waiting table, by its id (a public table), or by its "
+    "join code (a private one: gameId `-` and the code alone, or both). Answers the seat's "
+    "token to the first caller for that seat only; the table starts when its last seat is "
+    "taken.",
+    openapi_extra=operation(
+        parameters=[_GAME_ID_PARAM],
+        body=openapi.ref(pb.JoinGameRequest.DESCRIPTOR),
+        ok=_json_ok("The seat and the joiner's view", openapi.ref(pb.JoinGameResponse.DESCRIPTOR)),
+        failures=(400, 403, 404, 429, 503),
+        descriptions={
+            400: "INVALID_ARGUMENT, or FAILED_PRECONDITION: SEAT_TAKEN (another caller took "
+            "it), TABLE_FULL, GAME_STARTED, GAME_OVER",
+            403: "PERMISSION_DENIED (BAD_JOIN_CODE): a private table needs its join code",
+            404: "NOT_FOUND: GAME_NOT_FOUND, JOIN_CODE_NOT_FOUND",
+        },
+    ),
+)
+async def join_game(request: Request) -> Response:
+    game_app, caller, game_id = _context(request)
+    message = await parse_body(request, pb.JoinGameRequest(), game_app.settings.max_body_bytes)
+    return proto_response(await game_app.join_game(_path_body(request, message, game_id), caller))
+
+
+@games.post(
+    "/{gameId}/start",
+    operation_id="StartGame",
+    summary="Start a waiting table",
+    description="The table's host (authorization: Bearer <hostToken>) starts it now; its open "
+    "seats are played by bots of the table's level.",
+    openapi_extra=operation(
+        parameters=[_GAME_ID_PARAM],
+        auth="required",
+        ok=_json_ok("The table, started", openapi.ref(pb.StartGameResponse.DESCRIPTOR)),
+        failures=(400, 401, 403, 404, 429, 503),
+        descriptions={
+            400: "FAILED_PRECONDITION (GAME_STARTED)",
+            403: "PERMISSION_DENIED (NOT_HOST): the token is not the table's host token",
+        },
+    ),
+)
+async def start_game(request: Request) -> Response:
+    game_app, caller, game_id = _context(request)
+    view = await game_app.start_game(game_id, caller)
+    return json_response({"game": jsonwire.fields_to_dict(pb.GameView.DESCRIPTOR, view)})
+
+
+@games.post(
+    "/{gameId}/leave",
+    operation_id="LeaveGame",
+    summary="Give up the caller's seat",
+    description="Before the start the seat opens again; during play a bot of the table's "
+    "level plays it from the next turn, and the token stops working.",
+    openapi_extra=operation(
+        parameters=[_GAME_ID_PARAM],
+        auth="required",
+        ok=_json_ok("The table's public view", openapi.ref(pb.LeaveGameResponse.DESCRIPTOR)),
+        failures=(400, 401, 403, 404, 429, 503),
+        descriptions={400: "FAILED_PRECONDITION (GAME_OVER)"},
+    ),
+)
+async def leave_game(request: Request) -> Response:
+    game_app, caller, game_id = _context(request)
+    view = await game_app.leave_game(game_id, caller)
+    return json_response({"game": jsonwire.fields_to_dict(pb.GameView.DESCRIPTOR, view)})
+
+
+@games.post(
+    "/{gameId}/rematch",
+    operation_id="Rematch",
+    summary="The next game of a finished one",
+    description="Any seat token of the finished game: the same seats, players and rules with "
+    "a new seed (created by the first call). Each seat's holder gets its new token by "
+    "presenting its old one, once; the finished game's view names the rematch.",
+    openapi_extra=operation(
+        parameters=[_GAME_ID_PARAM],
+        auth="required",
+        ok=_json_ok("The new game", openapi.ref(pb.RematchResponse.DESCRIPTOR)),
+        failures=(400, 401, 403, 404, 429, 503),
+        descriptions={400: "FAILED_PRECONDITION (GAME_NOT_OVER)"},
+    ),
+)
+async def rematch(request: Request) -> Response:
+    game_app, caller, game_id = _context(request)
+    return proto_response(await game_app.rematch(game_id, caller))
+
+
 # ------------------------------------------------------------------ rulesets
 
 rulesets = Routes(prefix="/v1/rulesets", tag="rulesets")
