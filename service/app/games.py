@@ -15,6 +15,7 @@ import hmac
 import json
 import logging
 import secrets
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -262,7 +263,7 @@ class Loaded:
         game = self.game
         shown = min(delay, game.version) if delay and not game.over else 0
         if shown:
-            game = engine.replay(game.rules, game.players, game.seed, game.history[:-shown])
+            game = _replayed(self.record.game_id, game, game.version - shown)
         # A waiting table hides every hand: its deal is made, and a seat
         # taken and given up again must not show one hand after another.
         view = engine.build_view(game, seat if seats.started else None)
@@ -294,6 +295,27 @@ class Loaded:
     def view(self, seat: int | None) -> pb.GameView:
         """:meth:`view_fields` as a message."""
         return build(pb.GameView(), self.view_fields(seat))
+
+
+#: Games replayed to an earlier version for delayed spectators, by (game id,
+#: version): every spectator of a table sees the same few versions, and a
+#: replay costs a move per version.
+_REPLAYED: OrderedDict[tuple[str, int], engine.GameState] = OrderedDict()
+_REPLAYED_SIZE: Final = 256
+
+
+def _replayed(game_id: str, game: engine.GameState, version: int) -> engine.GameState:
+    """``game`` as it was at ``version`` (never changed by its caller)."""
+    key = (game_id, version)
+    found = _REPLAYED.get(key)
+    if found is None or found.seed != game.seed:
+        found = engine.replay(game.rules, game.players, game.seed, game.history[:version])
+        _REPLAYED[key] = found
+        if len(_REPLAYED) > _REPLAYED_SIZE:
+            _REPLAYED.popitem(last=False)
+    else:
+        _REPLAYED.move_to_end(key)
+    return found
 
 
 def state_bytes(game: engine.GameState) -> bytes:
