@@ -743,3 +743,27 @@ def test_a_table_over_http_from_creation_to_its_rematch(store_kind: str, url: st
             await store.close()
 
     asyncio.run(main())
+
+
+def test_a_watcher_of_a_waiting_table_hears_the_seats_fill_and_the_start(
+    store_kind: str, url: str | None
+) -> None:
+    async def main() -> None:
+        async with served(store_for(store_kind, url)) as (stub, _, _app):
+            created = await stub.CreateGame(open_table(3, taken=1))
+            game_id = created.game.game_id
+            host = created.seats[0].token
+            stream = stub.WatchGame(pb.WatchGameRequest(game_id=game_id), metadata=bearer(host))
+            events = aiter(stream)
+            first = await anext(events)
+            assert first.snapshot.status == pb.GAME_STATUS_WAITING
+            for i in (1, 2):
+                await stub.JoinGame(pb.JoinGameRequest(game_id=game_id, display_name=f"J{i}"))
+            heard = []
+            while len(heard) < 3:
+                event = await asyncio.wait_for(anext(events), 10)
+                heard.append(event.WhichOneof("kind"))
+            assert heard == ["seat_joined", "seat_joined", "game_started"]
+            stream.cancel()
+
+    asyncio.run(main())

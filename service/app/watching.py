@@ -16,7 +16,7 @@ from railyard_api import game_service_pb2 as pb
 from railyard_api.fields import build
 from service.app import errors as err
 from service.app.admission import Admission, Caller, admit_spectator
-from service.app.games import Games, Loaded
+from service.app.games import COMMIT_ATTEMPTS, NO_TABLE, Games, Loaded
 from service.app.history import FinishedLogs, ReadSlots
 from service.ops import tracing
 from service.store import StoredEvent, StoreUnavailableError
@@ -101,10 +101,20 @@ class Watching:
         # Stream ids are <version>-<seq> with seq from 1, so (v + 1, 0) is just
         # after every event of version v.
         position = ((version if after_version is None else max(after_version, -1)) + 1, 0)
+        if after_version is None and loaded.seats.table is not NO_TABLE:
+            # A table's changes (seats taken and given up, its start) come at
+            # the version they happen at: live from just after the snapshot's
+            # last event, or a watcher of a waiting table never hears it start.
+            loaded, position = await self._after_snapshot(game_id, loaded)
+            version = loaded.record.version
         # The versions a resuming watcher missed, read before the snapshot is
         # given: a refused read (TOO_MANY_LOG_READS) or a store failure is
         # then the call's error, not a stream that opens and fails.
-        replay = await self._history(loaded, position[0] - 1) if position[0] <= version else []
+        replay = (
+            await self._history(loaded, position[0] - 1)
+            if after_version is not None and position[0] <= version
+            else []
+        )
         yield (pb.GameEvent(version=version, snapshot=loaded.view(seat)),)
         if loaded.game.over and (after_version is None or after_version >= version):
             return
@@ -139,6 +149,22 @@ class Watching:
                     yield tuple(group)
                     return
             yield tuple(group)
+
+    async def _after_snapshot(self, game_id: str, loaded: Loaded) -> tuple[Loaded, tuple[int, int]]:
+        """The game and the stream position just after its last event, both
+        of one moment: the events are read, then the game again, until
+        nothing committed in between."""
+        for _ in range(COMMIT_ATTEMPTS):
+            version = loaded.record.version
+            stored = await self.games.read_events(game_id, version - 1)
+            again = await self.games.load(game_id)
+            if (again.record.version, again.record.rev) == (version, loaded.record.rev):
+                last = stored[-1] if stored else None
+                if last is not None and last.version == version:
+                    return again, (last.version, last.seq)
+                return again, (version + 1, 0)
+            loaded = again
+        return loaded, (loaded.record.version + 1, 0)
 
     async def _delayed(
         self, game_id: str, loaded: Loaded, delay: int, after_version: int | None
