@@ -14,7 +14,12 @@ export type Int64 = string;
 /** An int64 as the client accepts it on input. */
 export type Int64Input = string | number | bigint;
 
-export type GameStatus = "GAME_STATUS_UNSPECIFIED" | "GAME_STATUS_IN_PROGRESS" | "GAME_STATUS_FINISHED";
+/** GAME_STATUS_WAITING: a table with open seats, dealt but not started (tables.md). */
+export type GameStatus =
+  | "GAME_STATUS_UNSPECIFIED"
+  | "GAME_STATUS_IN_PROGRESS"
+  | "GAME_STATUS_FINISHED"
+  | "GAME_STATUS_WAITING";
 export type BotLevel = "BOT_LEVEL_UNSPECIFIED" | "BOT_LEVEL_RANDOM" | "BOT_LEVEL_GREEDY" | "BOT_LEVEL_EXPERT";
 export type GameKind =
   | "GAME_UNSPECIFIED"
@@ -149,6 +154,31 @@ export interface Player {
   displayName?: string;
   /** Absent: a person. */
   bot?: BotLevel;
+  /** A person's seat left open for joinGame: the game waits until every open
+   * seat is taken, or its host starts it (tables.md). */
+  open?: boolean;
+}
+
+/** Whether a table with open seats is listed (absent: private). */
+export type Visibility = "VISIBILITY_UNSPECIFIED" | "VISIBILITY_PUBLIC" | "VISIBILITY_PRIVATE";
+/** Who may watch without a seat token (absent: allowed). */
+export type Spectators =
+  | "SPECTATORS_UNSPECIFIED"
+  | "SPECTATORS_ALLOWED"
+  | "SPECTATORS_SEATED_ONLY"
+  | "SPECTATORS_NONE";
+export type LeaveReason = "LEAVE_REASON_UNSPECIFIED" | "LEAVE_REASON_LEFT" | "LEAVE_REASON_TIMEOUTS";
+
+/** How a table seats people and spectators (CreateGameRequest.table; tables.md). */
+export interface TableSettings {
+  visibility?: Visibility;
+  /** Plays open seats at the host's start, and the seats of people who leave (absent: greedy). */
+  botLevel?: BotLevel;
+  spectators?: Spectators;
+  /** Spectators see the game this many versions late (at most 1000). */
+  spectatorDelay?: number;
+  /** A person whose turn timer runs out this many times in a row is replaced by a bot (needs turnTimeoutSeconds). */
+  maxTimeouts?: number;
 }
 
 export interface CreateGameRequest {
@@ -156,6 +186,10 @@ export interface CreateGameRequest {
   players: Player[];
   seed?: string;
   requestId?: string;
+  /** Seconds a person has for each move (1..86400); absent: no timer. */
+  turnTimeoutSeconds?: number;
+  /** Open seats' table: visibility, bots' level, spectators. */
+  table?: TableSettings;
 }
 
 export interface SeatToken {
@@ -172,6 +206,70 @@ export interface CreateGameResponse {
   /** True when this answers a repeated requestId: the game the first request
    * created, whose tokens only that first answer carried. */
   replayed?: boolean;
+  /** A table's host credential (startGame), when it has settings or open seats; only in the answer that created it. */
+  hostToken?: string;
+  /** A private table's join code (joinGame), when it has open seats. */
+  joinCode?: string;
+}
+
+export interface JoinGameRequest {
+  /** A public table's id; with joinCode, a private one's. */
+  gameId?: string;
+  /** A private table's join code (any case, dashes and spaces ignored). */
+  joinCode?: string;
+  /** The seat wanted; absent: the lowest open seat. */
+  seat?: number;
+  displayName?: string;
+}
+
+export interface JoinGameResponse {
+  /** The joiner's view: no hand until the table starts. */
+  game: GameView;
+  /** The seat taken and its token, shown only here. */
+  seat: SeatToken;
+}
+
+export interface StartGameResponse {
+  /** The table's public view, started. */
+  game: GameView;
+}
+
+export interface LeaveGameResponse {
+  /** The table's public view after the seat was given up. */
+  game: GameView;
+}
+
+export interface RematchResponse {
+  /** The caller's view of the new game. */
+  game: GameView;
+  /** The caller's seat in the new game and its token; absent once that seat's token was handed out. */
+  seat?: SeatToken;
+}
+
+export interface ListGamesOptions {
+  /** At most this many tables (absent or 0: 50; above 100: 100). */
+  pageSize?: number;
+  /** The nextPageToken of the previous page. */
+  pageToken?: string;
+  signal?: AbortSignal;
+}
+
+/** A listed table. */
+export interface GameSummary {
+  gameId: string;
+  ruleset: Ruleset;
+  /** Every seat: its name, whether it is open, its bot level. */
+  players: PlayerView[];
+  openSeats?: number;
+  /** RFC 3339. */
+  createTime: string;
+}
+
+export interface ListGamesResponse {
+  /** Oldest first; absent when there is none. */
+  games?: GameSummary[];
+  /** Absent on the last page. */
+  nextPageToken?: string;
 }
 
 export interface PlayerView {
@@ -183,6 +281,8 @@ export interface PlayerView {
   score?: number;
   roundScores?: number[];
   bot?: BotLevel;
+  /** A seat waiting for someone to join. */
+  open?: boolean;
 }
 
 export interface Branch {
@@ -263,6 +363,16 @@ export interface GameView {
   teams?: TeamView[];
   /** When the game runs to a target score (roundsTotal is then 0). */
   targetScore?: number;
+  /** CreateGame's turnTimeoutSeconds; absent: no timer. */
+  turnTimeoutSeconds?: number;
+  /** When the person to move runs out of time (RFC 3339); absent without a timer. */
+  turnDeadline?: string;
+  /** The table's settings (the join code is never shown). */
+  table?: TableSettings;
+  /** A finished game's next game, once a seat asked for it (rematch). */
+  rematchGameId?: string;
+  /** A spectator's view held back by the table's spectatorDelay, by this many versions. */
+  delayedBy?: number;
 }
 
 export interface ListLegalMovesResponse {
@@ -332,6 +442,22 @@ export interface GameEnded {
   winners?: number[];
   seed?: string;
 }
+/** Someone took an open seat, or a rematch seat was claimed. */
+export interface SeatJoined {
+  seat?: number;
+  displayName?: string;
+}
+/** A seat was given up: open again before the start, else played by `bot`. */
+export interface SeatLeft {
+  seat?: number;
+  reason?: LeaveReason;
+  /** Absent before the start. */
+  bot?: BotLevel;
+}
+/** A waiting table started; bots play the seats that were still open. */
+export interface GameStarted {
+  botSeats?: number[];
+}
 
 interface EventBase {
   /** The game's version after the move that caused it; omitted while 0: use versionOf(). */
@@ -354,6 +480,9 @@ export type GameEvent = EventBase &
     | { gameEnded: GameEnded }
     | { pointsScored: PointsScored }
     | { turnTimedOut: { seat?: number } }
+    | { seatJoined: SeatJoined }
+    | { seatLeft: SeatLeft }
+    | { gameStarted: GameStarted }
   );
 
 export type GameEventKind =
@@ -369,7 +498,10 @@ export type GameEventKind =
   | "roundEnded"
   | "gameEnded"
   | "pointsScored"
-  | "turnTimedOut";
+  | "turnTimedOut"
+  | "seatJoined"
+  | "seatLeft"
+  | "gameStarted";
 
 /** google.rpc.Status in JSON, as every error body is. */
 export interface RpcStatus {
@@ -493,6 +625,16 @@ export declare class RailyardClient {
   applyMove(gameId: string, move: Move | LegalMove, options?: ApplyMoveOptions): Promise<ApplyMoveResponse>;
   getGameLog(gameId: string, options?: CallOptions): Promise<GetGameLogResponse>;
   listRulesets(options?: { signal?: AbortSignal }): Promise<ListRulesetsResponse>;
+  /** Take an open seat of a waiting table; throws TypeError without gameId or joinCode. */
+  joinGame(request: JoinGameRequest, options?: { signal?: AbortSignal }): Promise<JoinGameResponse>;
+  /** `token`: the table's hostToken. */
+  startGame(gameId: string, options?: CallOptions): Promise<StartGameResponse>;
+  listGames(options?: ListGamesOptions): Promise<ListGamesResponse>;
+  /** Every joinable public table, page after page of listGames. */
+  iterGames(options?: Omit<ListGamesOptions, "pageToken">): AsyncGenerator<GameSummary, void, undefined>;
+  leaveGame(gameId: string, options?: CallOptions): Promise<LeaveGameResponse>;
+  /** `token`: a seat token of the finished game. */
+  rematch(gameId: string, options?: CallOptions): Promise<RematchResponse>;
   /** A snapshot, then every later event once, in order, until gameEnded. */
   watchGame(gameId: string, options?: WatchOptions): AsyncGenerator<GameEvent, void, undefined>;
 }

@@ -217,6 +217,9 @@ const EVENT_KINDS = [
   "gameEnded",
   "pointsScored",
   "turnTimedOut",
+  "seatJoined",
+  "seatLeft",
+  "gameStarted",
 ];
 
 /** Which kind a GameEvent is ("tilePlayed", "gameEnded", ...), or undefined for an unknown one. */
@@ -357,6 +360,82 @@ export class RailyardClient {
   /** ListRulesets: the presets with their resolved options. */
   listRulesets({ signal } = {}) {
     return this._call("GET", "/v1/rulesets", { signal });
+  }
+
+  // ---------------------------------------------------------------- tables (tables.md)
+
+  /**
+   * JoinGame: take an open seat of a waiting table, a public one by its
+   * `gameId`, a private one by its `joinCode` (alone, or with its id);
+   * `seat`: that one, else the lowest open. Returns {game, seat: {seat?,
+   * token}}: the seat's token is shown only in this answer (it is not kept
+   * as the client's `token`). Not repeated by the client: JoinGame has no
+   * requestId, and a lost answer may have taken the seat.
+   */
+  joinGame({ gameId, joinCode, seat, displayName } = {}, { signal } = {}) {
+    if (!gameId && !joinCode) throw new TypeError("joinGame needs a gameId or a joinCode");
+    const body = {};
+    if (joinCode) body.joinCode = String(joinCode);
+    if (seat !== undefined && seat !== null) body.seat = seat;
+    if (displayName) body.displayName = String(displayName);
+    // A private table by its code alone: gameId "-" (tables.md).
+    return this._call("POST", this._path(gameId || "-", "/join"), { body, signal });
+  }
+
+  /**
+   * StartGame: the table's host starts it now (`token`: its hostToken, else
+   * the client's token); open seats are played by bots of the table's
+   * level. Returns {game}: the public view.
+   */
+  startGame(gameId, { token, signal } = {}) {
+    return this._call("POST", this._path(gameId, "/start"), { token, signal });
+  }
+
+  /**
+   * ListGames: one page of the joinable public tables, oldest first
+   * (pageSize absent or 0: 50; at most 100). Returns {games?: [GameSummary],
+   * nextPageToken?}: pass nextPageToken back as pageToken for the next page;
+   * it is absent on the last. iterGames() does that for you.
+   */
+  listGames({ pageSize, pageToken, signal } = {}) {
+    const query = new URLSearchParams();
+    if (pageSize !== undefined && pageSize !== null) query.set("pageSize", String(pageSize));
+    if (pageToken) query.set("pageToken", String(pageToken));
+    const search = query.toString();
+    return this._call("GET", search ? `/v1/games?${search}` : "/v1/games", { signal });
+  }
+
+  /**
+   * Every joinable public table, as an async iterator over the pages of
+   * listGames. A table that stays joinable while it pages comes once; one
+   * that fills up or starts meanwhile may not come at all.
+   */
+  async *iterGames({ pageSize, signal } = {}) {
+    let pageToken;
+    do {
+      const page = await this.listGames({ pageSize, pageToken, signal });
+      yield* (page.games ?? []);
+      pageToken = page.nextPageToken;
+    } while (pageToken);
+  }
+
+  /**
+   * LeaveGame: give up the seat of `token`. Before the start it opens again;
+   * during play a bot of the table's level takes it over and the token stops
+   * working. Returns {game}: the public view.
+   */
+  leaveGame(gameId, { token, signal } = {}) {
+    return this._call("POST", this._path(gameId, "/leave"), { token, signal });
+  }
+
+  /**
+   * Rematch (a seat token of the finished game): the next game, the same
+   * seats and rules with a new seed, created by the first call for it.
+   * Returns {game, seat?: {seat?, token}}: the seat's new token, only to the
+   * first presentation of its old one.
+   */
+  rematch(gameId, { token, signal } = {}) {
+    return this._call("POST", this._path(gameId, "/rematch"), { token, signal });
   }
 
   /**

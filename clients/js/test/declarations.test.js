@@ -38,7 +38,7 @@ describe("index.d.ts against the service", { skip: NEEDS_SERVICE }, () => {
 
   test("every event kind eventKind() knows is declared", () => {
     const kinds = declared("type", "GameEventKind");
-    for (const kind of ["snapshot", "tilePlayed", "pointsScored", "gameEnded"]) {
+    for (const kind of ["snapshot", "tilePlayed", "pointsScored", "gameEnded", "seatJoined", "seatLeft", "gameStarted"]) {
       assert.ok(kinds.includes(`"${kind}"`), kind);
       assert.equal(eventKind({ [kind]: {} }), kind);
     }

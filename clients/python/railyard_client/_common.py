@@ -20,10 +20,17 @@ RESPONSES: Final[dict[str, type[object]]] = {
     "ApplyMove": pb.ApplyMoveResponse,
     "GetGameLog": pb.GetGameLogResponse,
     "ListRulesets": pb.ListRulesetsResponse,
+    "JoinGame": pb.JoinGameResponse,
+    "StartGame": pb.StartGameResponse,
+    "ListGames": pb.ListGamesResponse,
+    "LeaveGame": pb.LeaveGameResponse,
+    "Rematch": pb.RematchResponse,
 }
 
 MoveLike = pb.Move | pb.LegalMove
-PlayerLike = pb.Player | str
+#: A seat of CreateGame: a Player, a person's name, or None for an open seat
+#: (``pb.Player(open=True)``, taken later with JoinGame).
+PlayerLike = pb.Player | str | None
 
 
 def new_request_id() -> str:
@@ -36,16 +43,51 @@ def as_move(move: MoveLike) -> pb.Move:
     return move.move if isinstance(move, pb.LegalMove) else move
 
 
+def as_player(player: PlayerLike) -> pb.Player:
+    """A CreateGame seat from a Player, a person's name, or None (an open seat).
+
+    >>> as_player(None).open, as_player("Ann").display_name
+    (True, 'Ann')
+    """
+    if player is None:
+        return pb.Player(open=True)
+    return pb.Player(display_name=player) if isinstance(player, str) else player
+
+
 def create_request(
     players: Sequence[PlayerLike],
     ruleset: pb.Ruleset | str | None,
     seed: str,
     request_id: str,
+    *,
+    table: pb.TableSettings | None = None,
+    turn_timeout_seconds: int = 0,
 ) -> pb.CreateGameRequest:
     if isinstance(ruleset, str):
         ruleset = pb.Ruleset(preset=ruleset)
-    seats = [pb.Player(display_name=p) if isinstance(p, str) else p for p in players]
-    return pb.CreateGameRequest(ruleset=ruleset, players=seats, seed=seed, request_id=request_id)
+    return pb.CreateGameRequest(
+        ruleset=ruleset,
+        players=[as_player(p) for p in players],
+        seed=seed,
+        request_id=request_id,
+        table=table,
+        turn_timeout_seconds=turn_timeout_seconds,
+    )
+
+
+def join_request(
+    game_id: str | None, join_code: str | None, seat: int | None, display_name: str
+) -> pb.JoinGameRequest:
+    """JoinGame's request: a public table by its id, a private one by its code
+    (alone, or with its id)."""
+    if not game_id and not join_code:
+        raise ValueError("join_game needs a game_id or a join_code")
+    request = pb.JoinGameRequest(
+        game_id=game_id or "", join_code=join_code or "", display_name=display_name
+    )
+    if seat is not None:
+        request.seat = seat
+    return request
 
 
 def apply_request(
@@ -63,7 +105,9 @@ class RetryPolicy:
 
     Reads are always safe to repeat; CreateGame and ApplyMove are repeated
     only with the same ``requestId`` (the clients always send one), which the
-    service answers with the first outcome instead of applying it again.
+    service answers with the first outcome instead of applying it again. The
+    table calls, which have no ``requestId``, are repeated only after a
+    refusal that did nothing (:func:`is_unapplied`).
     """
 
     attempts: int = 4
@@ -76,6 +120,12 @@ class RetryPolicy:
         return min(self.first_delay * 2.0 ** (failures - 1), self.max_delay)
 
 
+#: Transient refusals in which the service says it did nothing (a store it
+#: could not reach, no connection slot, a rate limit): unlike OUTCOME_UNKNOWN
+#: or a dropped connection, after which a change may have been made.
+_NOTHING_DONE: Final = frozenset({"STORE_UNAVAILABLE", "TOO_MANY_CONNECTIONS", "RATE_LIMITED"})
+
+
 def is_transient(error: RailyardError) -> bool:
     """Refusals a repeat may cure: the store or the replica was away (including
     OUTCOME_UNKNOWN, which a repeat with the same requestId resolves), or a
@@ -85,6 +135,16 @@ def is_transient(error: RailyardError) -> bool:
         error.code is grpc.StatusCode.RESOURCE_EXHAUSTED
         and error.reason in ("RATE_LIMITED", "TOO_MANY_WATCHERS", "TOO_MANY_LOG_READS")
     )
+
+
+def is_unapplied(error: RailyardError) -> bool:
+    """Transient refusals after which the call surely did nothing: the only
+    ones repeated for the table calls, which carry no ``requestId``
+    (JoinGame, StartGame, LeaveGame, Rematch). A JoinGame whose answer was
+    lost may have taken a seat whose token only that answer held: repeated,
+    it would take a second seat; a lost Rematch answer held the seat's only
+    new token. Those surface as the error instead."""
+    return is_transient(error) and (error.is_unsent or error.reason in _NOTHING_DONE)
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncGenerator, Generator, Mapping, Sequence
 from typing import Any, Final, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import httpx
 from google.protobuf import json_format
@@ -22,6 +22,8 @@ M = TypeVar("M", bound=Message)
 
 #: The service sends a keep-alive comment at least every 15 s (API.md).
 STREAM_READ_TIMEOUT: Final = 45.0
+#: Failures before any byte of the request was sent: no connection was made.
+_UNSENT: Final = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
 
 def _route(method: str, request: Message) -> tuple[str, str, dict[str, Any] | None]:
@@ -41,6 +43,19 @@ def _route(method: str, request: Message) -> tuple[str, str, dict[str, Any] | No
             return "GET", f"/v1/games/{game_id}/log", None
         case "ListRulesets":
             return "GET", "/v1/rulesets", None
+        case "JoinGame":
+            # A private table by its code alone: gameId "-" (tables.md).
+            return "POST", f"/v1/games/{game_id or '-'}/join", body
+        case "StartGame":
+            return "POST", f"/v1/games/{game_id}/start", body
+        case "ListGames":
+            # pageSize and pageToken, when set, as the query (AIP-158).
+            query = urlencode(body)
+            return "GET", f"/v1/games?{query}" if query else "/v1/games", None
+        case "LeaveGame":
+            return "POST", f"/v1/games/{game_id}/leave", body
+        case "Rematch":
+            return "POST", f"/v1/games/{game_id}/rematch", body
     raise ValueError(f"no HTTP route for {method}")
 
 
@@ -135,7 +150,7 @@ class HttpTransport:
                 content=None if body is None else json.dumps(body),
             )
         except httpx.TransportError as exc:
-            raise transport_error(exc) from exc
+            raise transport_error(exc, is_unsent=isinstance(exc, _UNSENT)) from exc
         return _parse(response, into)
 
     def watch(
@@ -192,7 +207,7 @@ class AsyncHttpTransport:
                 content=None if body is None else json.dumps(body),
             )
         except httpx.TransportError as exc:
-            raise transport_error(exc) from exc
+            raise transport_error(exc, is_unsent=isinstance(exc, _UNSENT)) from exc
         return _parse(response, into)
 
     async def watch(

@@ -31,6 +31,8 @@ _HTTP_TO_GRPC: dict[int, grpc.StatusCode] = {
     504: grpc.StatusCode.DEADLINE_EXCEEDED,
 }
 _BY_VALUE: dict[int, grpc.StatusCode] = {code.value[0]: code for code in grpc.StatusCode}
+#: How grpc's channel fails a call it never sent: no connection could be made.
+_NOT_CONNECTED = "failed to connect to all addresses"
 
 
 class RailyardError(Exception):
@@ -38,7 +40,8 @@ class RailyardError(Exception):
 
     ``code`` is the gRPC status code on both transports; ``reason`` the
     ErrorInfo reason; ``rule`` and ``field`` come from its metadata when the
-    service named them; ``http_status`` is set for HTTP answers.
+    service named them; ``http_status`` is set for HTTP answers;
+    ``is_unsent`` says the request never left the client.
     """
 
     def __init__(
@@ -50,6 +53,7 @@ class RailyardError(Exception):
         *,
         http_status: int | None = None,
         retry_after: float | None = None,
+        is_unsent: bool = False,
     ) -> None:
         super().__init__(
             f"{code.name} {reason}: {message}" if reason else f"{code.name}: {message}"
@@ -60,6 +64,9 @@ class RailyardError(Exception):
         self.metadata: dict[str, str] = dict(metadata or {})
         self.http_status = http_status
         self.retry_after = retry_after
+        #: True when the request surely never reached the service (its
+        #: connection could not be made): repeating it is safe, whatever it asked.
+        self.is_unsent = is_unsent
 
     @property
     def rule(self) -> str | None:
@@ -109,8 +116,11 @@ def from_grpc(exc: grpc.RpcError) -> RailyardError:
         if key == "grpc-status-details-bin" and isinstance(value, bytes):
             status = status_pb2.Status.FromString(value)
             return _from_status(status, code)
-    # No Status: a transport failure (connection refused, stream reset).
-    return RailyardError(code, message)
+    # No Status: a transport failure (connection refused, stream reset). Only
+    # a channel that could not connect is sure the call was never sent; grpc
+    # core says so in these words (its transparent retries rest on the same).
+    unsent = code is grpc.StatusCode.UNAVAILABLE and message.startswith(_NOT_CONNECTED)
+    return RailyardError(code, message, is_unsent=unsent)
 
 
 def from_http(status_code: int, body: bytes, headers: Mapping[str, str]) -> RailyardError:
@@ -136,6 +146,9 @@ def from_http(status_code: int, body: bytes, headers: Mapping[str, str]) -> Rail
     return _from_status(status, code, http_status=status_code, retry_after=retry_after)
 
 
-def transport_error(exc: Exception) -> RailyardError:
-    """A connection that failed before any answer: UNAVAILABLE, like gRPC's own."""
-    return RailyardError(grpc.StatusCode.UNAVAILABLE, f"{type(exc).__name__}: {exc}")
+def transport_error(exc: Exception, *, is_unsent: bool = False) -> RailyardError:
+    """A connection that failed before any answer: UNAVAILABLE, like gRPC's own.
+    ``is_unsent``: it failed before the request was sent (no connection)."""
+    return RailyardError(
+        grpc.StatusCode.UNAVAILABLE, f"{type(exc).__name__}: {exc}", is_unsent=is_unsent
+    )
