@@ -869,3 +869,311 @@ def test_table_routes_leave_the_api_alone() -> None:
         asyncio.run(main())
     finally:
         app.close()
+
+
+# ------------------------------------------------------------------ tables (issue 25)
+
+#: The seats a waiting table's lobby lists, as their text.
+SEAT_LIST_JS = "() => [...document.querySelectorAll('#seat-list li')].map(li => li.textContent)"
+
+
+def hash_params(page: Any) -> dict[str, str]:
+    """The page's URL fragment, decoded."""
+    fragment: str = page.evaluate("() => location.hash")
+    return dict(p.split("=", 1) for p in fragment.lstrip("#").split("&") if p)
+
+
+def kept_tokens(page: Any, game_id: str) -> dict[str, str]:
+    """The seat tokens this browser keeps for ``game_id`` (localStorage)."""
+    kept: dict[str, str] = page.evaluate(
+        "id => JSON.parse(localStorage.getItem(`railyard:${id}`) || '{}').tokens || {}", game_id
+    )
+    return kept
+
+
+def wait_for_game(page: Any, game_id: str, status: str) -> None:
+    """Until the page shows ``game_id`` with ``status`` (waiting, playing, finished)."""
+    page.wait_for_function(
+        "([id, status]) => document.body.dataset.game === id"
+        " && document.body.dataset.status === status",
+        arg=[game_id, status],
+    )
+
+
+def inline_error(page: Any, box: str, reason: str) -> str:
+    """The refusal shown beside a control: its reason and the service's message."""
+    error = page.locator(box)
+    error.wait_for(state="visible")
+    text: str = error.inner_text()
+    assert text.startswith(f"{reason}: "), text
+    assert len(text) > len(reason) + 10, text  # the service's own sentence follows
+    return text
+
+
+def play_at_two_pages(url: str, game_id: str, by_seat: dict[int, Any]) -> dict[int, list[Any]]:
+    """Each page clicks its own seat's moves, the other catching up live, to
+    the end; (round, tile) each page showed outside the board, by seat."""
+    import httpx
+
+    seen: dict[int, list[Any]] = {seat: [] for seat in by_seat}
+    with httpx.Client(base_url=url, timeout=30) as http:
+        for _ in range(MAX_MOVES):
+            public = http.get(f"/v1/games/{game_id}").json()
+            for page in by_seat.values():
+                page.wait_for_function(
+                    "v => document.body.dataset.version === v", arg=public.get("version", "0")
+                )
+            if public.get("status") == "GAME_STATUS_FINISHED":
+                for page in by_seat.values():
+                    wait_for_game(page, game_id, "finished")
+                return seen
+            mover = by_seat[public.get("currentSeat", 0)]
+            mover.wait_for_function(READY_JS)
+            for seat, page in by_seat.items():
+                now = page.evaluate(STATE_JS)
+                seen[seat].extend((now["round"], t) for t in now["hand"] + now["offBoard"])
+            click_a_move(mover, mover.evaluate(STATE_JS))
+    raise AssertionError(f"the game did not end in {MAX_MOVES} moves")
+
+
+def test_web_table_private_table_by_join_link_then_a_rematch(redis_url: str) -> None:
+    """Ann creates a private two-seat Block table (her seat and an open one)
+    and gets its join link; Bea opens it in a browser of her own (a wrong
+    code first: BAD_JOIN_CODE beside the Join button), types her name and
+    joins by the keyboard, which starts the game. A reload resumes her seat
+    from localStorage. Both click Block to the end (no tile of the other's
+    hand ever reaches either page); then Ann asks for the rematch, Bea's page
+    notices it and she joins it, each with a seat of her own."""
+    import httpx
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    names = ["Ann", "Bea"]
+    with service(redis_url) as url, browser_pages(2) as pages:
+        ann, bea = (page for page, _ in pages)
+        create_table(ann, url, "block", seats=[(names[0], ""), ("", "open")], target=20)
+        game_id = hash_params(ann)["game"]
+        assert set(hash_params(ann)) == {"game"}, "the address names no token nor code"
+        wait_for_game(ann, game_id, "waiting")
+        assert ann.locator("#share").is_visible()
+        link = ann.input_value("#join-link")
+        code = dict(p.split("=", 1) for p in link.split("#", 1)[1].split("&"))["code"]
+        assert link == f"{url}/#join={game_id}&code={code}", link
+        ann.click("#copy-link")
+        ann.wait_for_function("() => document.getElementById('copy-result').textContent")
+        assert ann.evaluate(SEAT_LIST_JS) == ["Seat 1: Ann (you)", "Seat 2: open"]
+        assert ann.locator("#start-now").is_visible()  # the host's
+        assert ann.locator("#join-form").is_hidden()  # seated already
+        assert ann.locator("#hand-area").is_hidden()  # dealt, not started
+        ann.screenshot(path=str(ARTIFACTS / "table-waiting-host.png"), full_page=True)
+
+        # A wrong code: the service's refusal, beside the Join button.
+        bea.goto(link.replace(code, "ABCDEFGHJK"))
+        bea.wait_for_selector("#join-form", state="visible")
+        bea.fill("#join-name", names[1])
+        bea.click("#join")
+        inline_error(bea, "#join-error", "BAD_JOIN_CODE")
+        assert not kept_tokens(bea, game_id)
+
+        bea.goto(link)
+        wait_for_game(bea, game_id, "waiting")
+        assert bea.evaluate(SEAT_LIST_JS) == ["Seat 1: Ann", "Seat 2: open"]
+        assert bea.locator("#start-now").is_hidden()
+        bea.screenshot(path=str(ARTIFACTS / "table-join-link.png"), full_page=True)
+        bea.fill("#join-name", names[1])
+        bea.press("#join-name", "Enter")  # the keyboard joins too
+        for page in (ann, bea):
+            wait_for_game(page, game_id, "playing")
+        assert hash_params(bea) == {"game": game_id}
+        assert list(kept_tokens(bea, game_id)) == ["1"]
+        assert bea.locator(".player.me strong").inner_text() == names[1]
+        assert ann.locator(".player[data-seat='1'] strong").inner_text() == names[1]
+
+        # A reload resumes the seat from localStorage.
+        bea.reload()
+        wait_for_game(bea, game_id, "playing")
+        assert bea.locator(".player.me strong").inner_text() == names[1]
+        assert bea.locator("#hand .tile").count() > 0
+
+        seen = play_at_two_pages(url, game_id, {0: ann, 1: bea})
+        for seat, (page, network) in enumerate(pages):
+            check_game(page, url, network, seen[seat], mine=(seat,))
+
+        # Play again: Ann's click makes the rematch and takes her new seat ...
+        assert ann.inner_text("#rematch") == "Play again"
+        ann.focus("#rematch")
+        ann.keyboard.press("Enter")
+        ann.wait_for_function("id => document.body.dataset.game !== id", arg=game_id)
+        rematch_id = hash_params(ann)["game"]
+        assert rematch_id != game_id
+        # ... Bea's page sees the finished game name it, and she joins it.
+        bea.wait_for_function(
+            "() => document.getElementById('rematch').textContent === 'Join the rematch'"
+        )
+        bea.click("#rematch")
+        for page in (ann, bea):
+            wait_for_game(page, rematch_id, "playing")
+        assert hash_params(bea) == {"game": rematch_id}
+        assert list(kept_tokens(ann, rematch_id)) == ["0"]
+        assert list(kept_tokens(bea, rematch_id)) == ["1"]
+        for seat, page in enumerate((ann, bea)):
+            assert page.locator(".player.me strong").inner_text() == names[seat]
+        # The seat to move plays a move of the rematch from its page.
+        current = httpx.get(f"{url}/v1/games/{rematch_id}").json().get("currentSeat", 0)
+        mover = (ann, bea)[current]
+        mover.wait_for_function(READY_JS)
+        click_a_move(mover, mover.evaluate(STATE_JS))
+        bea.wait_for_function("() => document.body.dataset.version === '1'")
+        bea.screenshot(path=str(ARTIFACTS / "table-rematch.png"), full_page=True)
+    print(f"\nweb table screenshots: {ARTIFACTS}/table-*.png")
+
+
+def test_web_table_public_list_pages_and_joins(redis_url: str) -> None:
+    """Ann creates a public three-seat Block table after a dozen others; Cy
+    and Bea find it on the second page of the public list ("More tables"),
+    open it and choose seat 3. Bea takes it first: Cy's Join is refused
+    SEAT_TAKEN beside the button, with the service's message, and he takes
+    the first open seat instead, which fills the table and starts it."""
+    import httpx
+
+    with service(redis_url) as url, browser_pages(3) as pages:
+        (ann, _), (bea, _), (cy, _) = pages
+        with httpx.Client(base_url=url, timeout=30) as http:
+            for i in range(12):
+                answer = http.post(
+                    "/v1/games",
+                    json={
+                        "ruleset": {"preset": "draw"},
+                        "players": [{"displayName": f"Early{i}"}, {"open": True}],
+                        "table": {"visibility": "VISIBILITY_PUBLIC"},
+                    },
+                )
+                assert answer.status_code == 200, answer.text
+        ann.goto(url + "/")
+        ann.wait_for_selector("#preset option[value='block']", state="attached")
+        ann.select_option("#preset", "block")
+        ann.click("#add-open-seat")
+        ann.click("#add-open-seat")
+        rows = ann.locator(".seat-row")
+        rows.nth(0).locator(".seat-name").fill("Ann")
+        rows.nth(1).locator(".seat-remove").click()  # the form's bot
+        assert ann.locator("#table-settings").is_visible()
+        ann.select_option("#visibility", "VISIBILITY_PUBLIC")
+        ann.screenshot(path=str(ARTIFACTS / "table-setup.png"), full_page=True)
+        ann.click("#create")
+        ann.wait_for_function("() => document.body.dataset.status === 'waiting'")
+        game_id = hash_params(ann)["game"]
+        assert ann.input_value("#join-link") == f"{url}/#join={game_id}"
+
+        for page in (cy, bea):
+            page.goto(url + "/")
+            page.wait_for_selector(".public-table")
+            assert page.locator(".public-table").count() == 10
+            assert page.locator(f".public-table[data-game='{game_id}']").count() == 0
+            page.click("#public-more")
+            entry = page.locator(f".public-table[data-game='{game_id}']")
+            entry.wait_for()
+            assert page.locator(".public-table").count() == 13
+            page.screenshot(path=str(ARTIFACTS / "table-public-list.png"), full_page=True)
+            assert "Ann, open seat, open seat · 2 open seats" in entry.inner_text()
+            entry.locator("a").focus()
+            page.keyboard.press("Enter")
+            wait_for_game(page, game_id, "waiting")
+            page.select_option("#join-seat", "2")
+        cy.screenshot(path=str(ARTIFACTS / "table-public-join.png"), full_page=True)
+
+        bea.fill("#join-name", "Bea")
+        bea.click("#join")
+        bea.wait_for_function("() => document.getElementById('join-form').hidden")
+        for page in (ann, cy):  # the seat shows taken, live
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('#seat-list li')]"
+                ".some(li => li.textContent === 'Seat 3: Bea')"
+            )
+        assert ann.evaluate(SEAT_LIST_JS) == ["Seat 1: Ann (you)", "Seat 2: open", "Seat 3: Bea"]
+        assert cy.input_value("#join-seat") == "2"
+        cy.fill("#join-name", "Cy")
+        cy.click("#join")
+        inline_error(cy, "#join-error", "SEAT_TAKEN")
+        cy.select_option("#join-seat", "")
+        cy.click("#join")
+        for page in (ann, bea, cy):
+            wait_for_game(page, game_id, "playing")
+        assert cy.locator(".player.me strong").inner_text() == "Cy"
+        # Full and started: off the public list.
+        listed = httpx.get(f"{url}/v1/games?pageSize=100").json().get("games", [])
+        assert game_id not in {g["gameId"] for g in listed}
+
+
+def test_web_table_leave_before_and_during_play(redis_url: str) -> None:
+    """Bea joins Ann's private table by its code alone (typed on the home
+    page, in lower case with a dash) and leaves it before the start: her seat
+    opens again on Ann's page, and her page (which forgot the token) offers
+    the seat again; she rejoins, Ann starts with a bot for the seat still
+    open, and Bea leaves mid-game: a bot plays her seat on Ann's page, and
+    hers only watches."""
+    import httpx
+
+    with service(redis_url) as url, browser_pages(2) as pages:
+        (ann, _), (bea, _) = pages
+        create_table(ann, url, "block", seats=[("Ann", ""), ("", "open"), ("", "open")])
+        game_id = hash_params(ann)["game"]
+        code = ann.input_value("#join-link").rsplit("code=", 1)[1]
+        bea.goto(url + "/")
+        bea.fill("#code-input", f"{code[:5].lower()}-{code[5:].lower()}")
+        bea.press("#code-input", "Enter")
+        bea.wait_for_selector("#join-form", state="visible")
+        assert bea.locator("#join-seat-label").is_hidden()  # the table is not known yet
+        bea.fill("#join-name", "Bea")
+        bea.click("#join")
+        wait_for_game(bea, game_id, "waiting")
+        assert hash_params(bea) == {"game": game_id}
+        bea.wait_for_selector("#leave", state="visible")
+        ann.wait_for_function(
+            "() => document.querySelector('#seat-list li[data-seat=\"1\"]')?.textContent"
+            " === 'Seat 2: Bea'"
+        )
+
+        # Leaving asks first; "Stay" keeps the seat.
+        bea.click("#leave")
+        assert bea.locator("#leave-confirm").is_visible()
+        bea.keyboard.press("Enter")  # focus is on "Stay"
+        assert bea.locator("#leave-confirm").is_hidden()
+        bea.click("#leave")
+        bea.click("#leave-yes")
+        bea.wait_for_selector("#join-form", state="visible")
+        assert not kept_tokens(bea, game_id)
+        ann.wait_for_function(
+            "() => document.querySelector('#seat-list li[data-seat=\"1\"]')?.textContent"
+            " === 'Seat 2: open'"
+        )
+
+        # Back again, with the code she kept; then the host starts with a bot.
+        bea.click("#join")
+        bea.wait_for_selector("#leave", state="visible")
+        ann.wait_for_function(
+            "() => document.querySelector('#seat-list li[data-seat=\"1\"]')?.textContent"
+            " === 'Seat 2: Bea'"
+        )
+        ann.focus("#start-now")
+        ann.keyboard.press("Enter")
+        for page in (ann, bea):
+            wait_for_game(page, game_id, "playing")
+        assert "bot greedy" in ann.inner_text(".player[data-seat='2']")
+
+        bea.click("#leave")
+        bea.click("#leave-yes")
+        bea.wait_for_function("() => document.getElementById('seat-box').hidden")
+        assert bea.locator("#hand-area").is_hidden()
+        assert not kept_tokens(bea, game_id)
+        # A bot plays her seat from its next turn (at once if it is hers).
+        # WatchGame does not send a live stream the table events of the
+        # version it opened at (Ann's opened at the deal's, and no move was
+        # made yet if it is her turn), so her page then shows the bot with the
+        # next move: her own.
+        if httpx.get(f"{url}/v1/games/{game_id}").json().get("currentSeat", 0) == 0:
+            ann.wait_for_function(READY_JS)
+            click_a_move(ann, ann.evaluate(STATE_JS))
+        ann.wait_for_function(
+            "() => /bot/.test(document.querySelector(\".player[data-seat='1']\").textContent)"
+        )
+        assert "Bea" in ann.inner_text(".player[data-seat='1']")  # her name stays
