@@ -318,7 +318,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     joined = args.join is not None
     if joined:
         # SIGTERM as Ctrl-C: either gives the seat it took back (give_up).
+        # SIGINT too, set here: a process started in the background by a
+        # shell inherits SIGINT ignored, and would then keep its seat.
         signal.signal(signal.SIGTERM, _interrupted)
+        signal.signal(signal.SIGINT, _interrupted)
     with Client(urls) as client:
         try:
             if joined:
