@@ -767,3 +767,43 @@ def test_a_watcher_of_a_waiting_table_hears_the_seats_fill_and_the_start(
             stream.cancel()
 
     asyncio.run(main())
+
+
+def test_another_persons_move_keeps_a_seats_timeouts_in_a_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import service.app.turns as turns
+
+    monkeypatch.setattr(turns, "now_ms", lambda: 2**62)
+
+    async def main() -> None:
+        store = make_store("memory", None)
+        app = GameApp(store, Settings(rate_limit=0))
+        try:
+            created = await app.create_game(
+                pb.CreateGameRequest(
+                    ruleset=pb.Ruleset(preset="block"),
+                    players=[pb.Player(display_name="A"), pb.Player(display_name="B")],
+                    turn_timeout_seconds=60,
+                    table=pb.TableSettings(max_timeouts=2),
+                ),
+                Caller(),
+            )
+            game_id = created.game.game_id
+            tokens = {s.seat: s.token for s in created.seats}
+            late = (await app.get_game(game_id, Caller()))["current_seat"]
+            await app.advance(game_id)  # X out of time once
+            other = Caller(token=tokens[1 - late])
+            legal = await app.list_legal_moves(game_id, other)
+            await app.apply_move(
+                pb.ApplyMoveRequest(game_id=game_id, move=legal.moves[0].move), other
+            )
+            await app.advance(game_id)  # X out of time again: twice in a row
+            log = await app.get_game_log(game_id, Caller())
+            lefts = [e.seat_left.seat for e in log.events if e.WhichOneof("kind") == "seat_left"]
+            assert lefts == [late]
+        finally:
+            app.close()
+            await store.close()
+
+    asyncio.run(main())

@@ -44,7 +44,7 @@ from service.app.history import FinishedLogs, ReadSlots
 from service.app.identity import TrustedProxies
 from service.app.tables import Tables, table_of
 from service.app.tenants import ApiKeys, seat_token_of
-from service.app.turns import Turns
+from service.app.turns import Turns, without_timeouts
 from service.app.watching import Watching
 from service.app.webhooks import Webhooks
 from service.ops import tracing
@@ -520,7 +520,7 @@ class GameApp:
                 raise err.not_started(request.game_id)
             # A person who moves has not timed out (TableSettings.maxTimeouts).
             new_seats = (
-                dataclasses.replace(seats, timeouts=())
+                dataclasses.replace(seats, timeouts=without_timeouts(seats.timeouts, seat))
                 if seats.timeouts and seats.timeouts[seat]
                 else None
             )

@@ -59,7 +59,7 @@ from service.app.games import (
     next_seq,
     state_bytes,
 )
-from service.app.turns import Turns
+from service.app.turns import Turns, without_timeouts
 from service.store import (
     Commit,
     GameExistsError,
@@ -569,7 +569,7 @@ def replaced(seats: Seats, seat: int) -> Seats:
         seats,
         bots=_with(seats.bots, seat, seats.table.bot_level),
         token_hashes=_with(seats.token_hashes, seat, ""),
-        timeouts=(),
+        timeouts=without_timeouts(seats.timeouts, seat),
     )
 
 

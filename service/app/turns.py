@@ -53,14 +53,20 @@ def timed_out(seats: Seats, seat: int) -> Seats:
     counts = list(seats.timeouts) or [0] * len(seats.names)
     counts[seat] += 1
     if counts[seat] >= limit:
-        counts[seat] = 0
         return dataclasses.replace(
             seats,
             bots=(*seats.bots[:seat], seats.table.bot_level, *seats.bots[seat + 1 :]),
             token_hashes=(*seats.token_hashes[:seat], "", *seats.token_hashes[seat + 1 :]),
-            timeouts=tuple(counts) if any(counts) else (),
+            timeouts=without_timeouts(tuple(counts), seat),
         )
     return dataclasses.replace(seats, timeouts=tuple(counts))
+
+
+def without_timeouts(counts: tuple[int, ...], seat: int) -> tuple[int, ...]:
+    """The timeouts in a row per seat with ``seat``'s count back to none
+    (empty when no seat has any)."""
+    rest = tuple(0 if s == seat else c for s, c in enumerate(counts))
+    return rest if any(rest) else ()
 
 
 class Turns:
