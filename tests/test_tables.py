@@ -807,3 +807,41 @@ def test_another_persons_move_keeps_a_seats_timeouts_in_a_row(
             await store.close()
 
     asyncio.run(main())
+
+
+def test_a_rematch_takes_a_place_under_its_tenants_live_game_cap() -> None:
+    key = "k" * 16
+
+    async def main() -> None:
+        store = make_store("memory", None)
+        app = GameApp(
+            store, Settings(rate_limit=0, api_keys=f"acme:{key}", tenant_max_live_games=2)
+        )
+        caller = Caller(api_key=key)
+        two = [pb.Player(display_name="A"), pb.Player(display_name="B")]
+        try:
+            created = await app.create_game(
+                pb.CreateGameRequest(ruleset=pb.Ruleset(preset="block"), players=two), caller
+            )
+            game_id = created.game.game_id
+            tokens = {s.seat: s.token for s in created.seats}
+            rng = random.Random(6)
+            while (await app.get_game(game_id, caller))["status"] != pb.GAME_STATUS_FINISHED:
+                seat = (await app.get_game(game_id, caller))["current_seat"]
+                mover = Caller(token=tokens[seat], api_key=key)
+                legal = await app.list_legal_moves(game_id, mover)
+                await app.apply_move(
+                    pb.ApplyMoveRequest(game_id=game_id, move=rng.choice(legal.moves).move), mover
+                )
+            for _ in range(2):  # the cap, filled
+                await app.create_game(
+                    pb.CreateGameRequest(ruleset=pb.Ruleset(preset="block"), players=two), caller
+                )
+            with pytest.raises(ServiceError) as refused:
+                await app.rematch(game_id, Caller(token=tokens[0]))
+            assert refused.value.reason == "TOO_MANY_GAMES"
+        finally:
+            app.close()
+            await store.close()
+
+    asyncio.run(main())

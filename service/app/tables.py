@@ -437,6 +437,9 @@ class Tables:
             raise err.not_over(game_id)
         new_id = loaded.seats.rematch or rematch_id(game_id)
         if not loaded.seats.rematch:
+            # A place under the tenant's live-game cap, as CreateGame takes
+            # one (TOO_MANY_GAMES; the same id's place is held once).
+            await self.admission.reserve_live(loaded.seats.tenant, new_id)
             if await create_rematch(self.games, self.turns, loaded, new_id):
                 await self.tell(loaded.seats.tenant, "game.created", new_id, {"rematchOf": game_id})
             await self._point_to(game_id, new_id)
