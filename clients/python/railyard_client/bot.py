@@ -193,15 +193,11 @@ class SeatBot:
         view = self.play_turn(self.client.get_game(self.game_id, token=self.token))
         if view.status == pb.GAME_STATUS_FINISHED:
             return view
-        after = view.version
         if view.status == pb.GAME_STATUS_WAITING:
+            # Its gameStarted comes live; a watch resumed after a drop starts
+            # with a snapshot, which is looked at like the start.
             log.debug("game %s: waiting for the table to start", self.game_id)
-            # The table's seatJoined and gameStarted events carry the version
-            # it waits at (table changes do not move it), and a watch after
-            # that version is never sent them: follow from the one before,
-            # whose events come again and change nothing here.
-            after -= 1
-        for event in self.client.watch(self.game_id, token=self.token, after_version=after):
+        for event in self.client.watch(self.game_id, token=self.token):
             if event.HasField("game_ended"):
                 break
             kind = event.WhichOneof("kind")

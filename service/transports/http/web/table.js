@@ -528,19 +528,15 @@ async function refresh() {
 }
 
 /**
- * GetGame now and then where the watch stream does not tell: a waiting table
- * (its seats fill and it starts at the version it was dealt at, and a stream
- * opened then resumes after that version: the service does not send a live
- * watcher a table's seatJoined / seatLeft / gameStarted), and a finished game
+ * GetGame now and then where the watch stream does not tell: a finished game
  * this page played, until it names its rematch (the stream ends with the
  * game). Every 2 s for five minutes, then every 10 s.
  */
 function schedulePoll() {
   const view = state.view;
   if (state.pollTimer || !view) return;
-  const waiting = view.status === WAITING;
   const rematchDue = view.status === FINISHED && !view.rematchGameId && Object.keys(state.tokens).length > 0;
-  if (!waiting && !rematchDue) return;
+  if (!rematchDue) return;
   if (state.pollFor !== view.status) {
     state.pollFor = view.status;
     state.polls = 0;
@@ -1330,7 +1326,9 @@ async function watch() {
           const event = JSON.parse(data);
           after = event.version ?? "0";
           if (event.snapshot) {
-            if (isNews(event.snapshot.version)) scheduleRefresh();
+            // A waiting table's changes keep its version: a stream that
+            // reconnected may have missed some, which a fresh view shows.
+            if (isNews(event.snapshot.version) || state.view?.status === WAITING) scheduleRefresh();
             continue;
           }
           addEvent(event, "watch");
