@@ -197,6 +197,12 @@ def game_over(game_id: str) -> ServiceError:
     )
 
 
+def kept_changing(what: str) -> ServiceError:
+    """A change whose every commit attempt lost its race (COMMIT_ATTEMPTS):
+    ``what`` kept changing under it."""
+    return ServiceError(grpc.StatusCode.ABORTED, "VERSION_MISMATCH", f"{what}; retry")
+
+
 def version_mismatch(expected: int, current: int) -> ServiceError:
     return ServiceError(
         grpc.StatusCode.ABORTED,

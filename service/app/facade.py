@@ -15,7 +15,6 @@ import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Final
 
-import grpc
 from opentelemetry.sdk.metrics.export import MetricReader
 from opentelemetry.trace import TracerProvider
 
@@ -27,7 +26,6 @@ from service.app import errors as err
 from service.app import idempotency
 from service.app.admission import Admission, Caller, Place, seat_of
 from service.app.bots import BotPlayer
-from service.app.errors import ServiceError
 from service.app.games import (
     COMMIT_ATTEMPTS,
     GAME_ID_LEN,
@@ -580,11 +578,7 @@ class GameApp:
             if expected is not None:
                 current = await games.load(request.game_id)
                 raise err.version_mismatch(expected, current.record.version)
-        raise ServiceError(
-            grpc.StatusCode.ABORTED,
-            "VERSION_MISMATCH",
-            "the game kept changing under this move; retry",
-        )
+        raise err.kept_changing("the game kept changing under this move")
 
     async def advance(self, game_id: str) -> int | None:
         """Play what is the service's to play in ``game_id`` now (background

@@ -36,7 +36,6 @@ import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, cast
 
-import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
 import engine
@@ -338,11 +337,7 @@ class Tables:
             return pb.JoinGameResponse(
                 game=loaded.view(seat), seat=pb.SeatToken(seat=seat, token=token)
             )
-        raise ServiceError(
-            grpc.StatusCode.ABORTED,
-            "VERSION_MISMATCH",
-            "the table kept changing under this join; retry",
-        )
+        raise err.kept_changing("the table kept changing")
 
     # ------------------------------------------------------------ StartGame
 
@@ -379,9 +374,7 @@ class Tables:
             await self._relist(loaded, new)
             log.info("game %s: started by its host, bots at seats %s", game_id, filled)
             return loaded.view_fields(None)
-        raise ServiceError(
-            grpc.StatusCode.ABORTED, "VERSION_MISMATCH", "the table kept changing; retry"
-        )
+        raise err.kept_changing("the table kept changing")
 
     # ------------------------------------------------------------ LeaveGame
 
@@ -423,9 +416,7 @@ class Tables:
             await self._relist(loaded, new)
             log.info("game %s: seat %d left", game_id, seat)
             return loaded.view_fields(None)
-        raise ServiceError(
-            grpc.StatusCode.ABORTED, "VERSION_MISMATCH", "the table kept changing; retry"
-        )
+        raise err.kept_changing("the table kept changing")
 
     # ------------------------------------------------------------ Rematch
 
@@ -473,9 +464,7 @@ class Tables:
             return pb.RematchResponse(
                 game=target.view(seat), seat=pb.SeatToken(seat=seat, token=token)
             )
-        raise ServiceError(
-            grpc.StatusCode.ABORTED, "VERSION_MISMATCH", "the table kept changing; retry"
-        )
+        raise err.kept_changing("the table kept changing")
 
     async def _point_to(self, game_id: str, new_id: str) -> None:
         """Write the finished game's pointer to its rematch (once)."""
