@@ -179,9 +179,11 @@ def move_from_proto(message: pb.Move) -> Move:
         play = message.play
         if not play.HasField("tile") or not play.HasField("train"):
             raise invalid("a play names a tile and a train", rule="T-2")
-        if play.tile.a > MAX_SET or play.tile.b > MAX_SET:
-            raise invalid(f"{play.tile.a}-{play.tile.b} is not a tile: halves go up to {MAX_SET}")
-        tile = Tile.of(play.tile.a, play.tile.b)
+        # (Each read of a sub-message makes a new Python object of it.)
+        a, b = (given := play.tile).a, given.b
+        if a > MAX_SET or b > MAX_SET:
+            raise invalid(f"{a}-{b} is not a tile: halves go up to {MAX_SET}")
+        tile = Tile.of(a, b)
         exposed = play.exposed if play.HasField("exposed") else None  # CL-MAT-1
         return Move(
             MoveKind.PLAY, tile, train_from_proto(play.train), play.announce_last_tile, exposed

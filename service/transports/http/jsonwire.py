@@ -189,15 +189,27 @@ def _encoder(descriptor: Descriptor, fields: bool) -> _Convert:
             if field is not oneof.fields[0]:
                 continue
             if fields:  # (at most one member is given)
+                members: dict[str, tuple[str, _Convert]] = {}
                 for member in oneof.fields:
                     value = _value(member, names, fields)
                     if value is None:
                         raise TypeError(f"{descriptor.full_name} has no fields encoder")
-                    lines += [
-                        f"    x = m.get({member.name!r})",
-                        "    if x is not None:",
-                        f"        out[{member.json_name!r}] = {value}",
-                    ]
+                    # Each member's conversion as a function of its own, so
+                    # the member given is found by the dict's few keys, not
+                    # by asking for each of the oneof's many members.
+                    scope = dict(names)
+                    exec(f"def convert(x):\n    return {value}", scope)
+                    members[member.name] = (member.json_name, scope["convert"])
+                name = f"_o_{oneof.name}"
+                names[name] = members
+                lines += [
+                    "    for k in m:",
+                    f"        c = {name}.get(k)",
+                    "        if c is not None:",
+                    "            x = m[k]",
+                    "            if x is not None:",
+                    "                out[c[0]] = c[1](x)",
+                ]
                 continue
             lines.append(f"    w = m.WhichOneof({oneof.name!r})")
             for n, member in enumerate(oneof.fields):
@@ -287,16 +299,24 @@ _RANGES: Final = {
     FieldDescriptor.TYPE_FIXED64: (0, 2**64 - 1),
 }
 
+#: One field as the reader takes it: its proto name, the reader of one of its
+#: values (None: not canonical), its oneof's name (None: in no oneof of the
+#: schema) and whether it is repeated.
+_FieldReader = tuple[str, Callable[[Any], Any], str | None, bool]
+
 #: Per message type: its fields by JSON name, or None for a type this reader
 #: leaves to ParseDict (maps, bytes, floats, well-known types).
-_READERS: dict[str, dict[str, FieldDescriptor] | None] = {}
+_READERS: dict[str, dict[str, _FieldReader] | None] = {}
 
 
-def _reader(descriptor: Descriptor) -> dict[str, FieldDescriptor] | None:
+def _reader(descriptor: Descriptor) -> dict[str, _FieldReader] | None:
+    """``descriptor``'s fields by JSON name, each with the reader of its
+    values, made once: what a body costs to read is then a dict lookup and
+    one small function a value, not the descriptor's attributes read again."""
     if descriptor.full_name in _READERS:
         return _READERS[descriptor.full_name]
     _READERS[descriptor.full_name] = None  # while its fields are judged
-    table: dict[str, FieldDescriptor] | None = {}
+    table: dict[str, _FieldReader] | None = {}
     for field in descriptor.fields:
         message = field.message_type
         if message is not None:
@@ -315,7 +335,13 @@ def _reader(descriptor: Descriptor) -> dict[str, FieldDescriptor] | None:
             table = None
             break
         assert table is not None
-        table[field.json_name] = field
+        oneof = field.containing_oneof
+        table[field.json_name] = (
+            field.name,
+            _value_reader(field),
+            None if oneof is None or _synthetic(oneof) else oneof.name,
+            field.is_repeated,
+        )
     _READERS[descriptor.full_name] = table
     return table
 
@@ -333,52 +359,77 @@ def canonical_fields(descriptor: Descriptor, data: Any) -> dict[str, Any] | None
     table = _reader(descriptor)
     if table is None or type(data) is not dict:
         return None
+    return _read(table, data)
+
+
+def _read(table: dict[str, _FieldReader], data: dict[str, Any]) -> dict[str, Any] | None:
     out: dict[str, Any] = {}
-    chosen: set[str] = set()
+    chosen: set[str] | None = None
     for key, value in data.items():
-        field = table.get(key)
-        if field is None:
+        found = table.get(key)
+        if found is None:
             return None
-        oneof = field.containing_oneof
+        name, read, oneof, repeated = found
         if oneof is not None:
-            if oneof.name in chosen:
+            if chosen is None:
+                chosen = {oneof}
+            elif oneof in chosen:
                 return None
-            chosen.add(oneof.name)
-        if field.is_repeated:
+            else:
+                chosen.add(oneof)
+        if repeated:
             if type(value) is not list:
                 return None
-            items = [_canonical_value(field, item) for item in value]
+            items = [read(item) for item in value]
             if None in items:
                 return None
-            out[field.name] = items
+            out[name] = items
         else:
-            read = _canonical_value(field, value)
-            if read is None:
+            value = read(value)
+            if value is None:
                 return None
-            out[field.name] = read
+            out[name] = value
     return out
 
 
-def _canonical_value(field: FieldDescriptor, value: Any) -> Any:
-    """One canonical JSON value of ``field`` as a fields value; None if not."""
+def _value_reader(field: FieldDescriptor) -> Callable[[Any], Any]:
+    """The reader of one canonical JSON value of ``field``: its fields value,
+    or None if it is not one."""
     kind = field.type
     bounds = _RANGES.get(kind)
     if bounds is not None:
-        if type(value) is str and kind in _INT64_TYPES and _INT64_TEXT.fullmatch(value):
-            value = int(value)
-        if type(value) is not int or not bounds[0] <= value <= bounds[1]:
-            return None
-        return value
+        low, high = bounds
+        if kind in _INT64_TYPES:
+
+            def read_int64(value: Any) -> Any:
+                if type(value) is str and _INT64_TEXT.fullmatch(value):
+                    value = int(value)
+                return value if type(value) is int and low <= value <= high else None
+
+            return read_int64
+
+        def read_int(value: Any) -> Any:
+            return value if type(value) is int and low <= value <= high else None
+
+        return read_int
     if kind == FieldDescriptor.TYPE_STRING:
-        return value if type(value) is str else None
+        return lambda value: value if type(value) is str else None
     if kind == FieldDescriptor.TYPE_BOOL:
-        return value if type(value) is bool else None
+        return lambda value: value if type(value) is bool else None
     enum = field.enum_type
     if enum is not None:
-        found = enum.values_by_name.get(value) if type(value) is str else None
-        return None if found is None else found.number
-    assert field.message_type is not None  # (_reader admits no other type)
-    return canonical_fields(field.message_type, value)
+        numbers = {v.name: v.number for v in enum.values}
+        return lambda value: numbers.get(value) if type(value) is str else None
+    message = field.message_type
+    assert message is not None  # (_reader admits no other type)
+
+    def read_message(value: Any) -> Any:
+        # Looked up when read: a message type may hold itself.
+        table = _READERS[message.full_name]
+        assert table is not None  # (readable, or this field's type was not)
+        return _read(table, value) if type(value) is dict else None
+
+    return read_message
 
 
 # ------------------------------------------------------ on input: what json_format lets by
