@@ -498,8 +498,10 @@ def test_web_table_plays_a_line_game(redis_url: str) -> None:
 #: target's data-notation, a link, ...), shown or hidden.
 DOM_TILES_JS = r"""skip => {
   const found = new Set();
+  // A tile's halves joined by a hyphen or an en dash (U+2013), as the page writes them.
+  const tile = /(?<![\w\u2013-])(\d{1,2})[\u2013-](\d{1,2})(?![\w\u2013-])/g;
   const scan = (text) => {
-    for (const m of String(text).matchAll(/(?<![\w-])(\d{1,2})-(\d{1,2})(?![\w-])/g)) {
+    for (const m of String(text).matchAll(tile)) {
       const a = Number(m[1]), b = Number(m[2]);
       found.add(a <= b ? `${a}-${b}` : `${b}-${a}`);
     }
@@ -516,9 +518,10 @@ DOM_TILES_JS = r"""skip => {
   return [...found];
 }"""
 
-#: The names in the events list's "X drew a-b" lines (a drawn tile named).
+#: The names in the events list's "X drew a-b" lines (a drawn tile named; the
+#: page writes an en dash, U+2013, between the halves).
 DRAWS_SHOWN_JS = r"""() => [...document.querySelectorAll("#events li")]
-  .map(li => /^v\d+ (.*) drew \d+-\d+$/.exec(li.textContent)).filter(Boolean).map(m => m[1])"""
+  .map(li => /^(.*?) drew \d+[\u2013-]\d+/.exec(li.textContent)).filter(Boolean).map(m => m[1])"""
 
 COVER_OR_READY_JS = (
     "() => !document.getElementById('cover').hidden || (" + READY_JS.removeprefix("() => ") + ")"
@@ -849,6 +852,7 @@ def test_table_routes_leave_the_api_alone() -> None:
                 ("table.js", "text/javascript"),
                 ("verify.js", "text/javascript"),
                 ("table.css", "text/css"),
+                ("favicon.svg", "image/svg+xml"),
             ):
                 answer = await http.get(f"/web/{name}")
                 assert answer.status_code == 200, name

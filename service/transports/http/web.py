@@ -19,6 +19,7 @@ _TYPES: Final = {
     ".html": "text/html; charset=utf-8",
     ".js": "text/javascript; charset=utf-8",
     ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",  # the favicon
 }
 
 #: The table's own origin only; no inline script (index.html has none).

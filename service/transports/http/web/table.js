@@ -17,6 +17,8 @@
 // the seat, and the address bar can be shared as a spectator's link.
 
 import { verifyDeals } from "/web/verify.js";
+import { playableWhere, renderBoard, targetButtons as boardTargetButtons } from "./board.js";
+import { tileElement as drawTile, tileName } from "./tiles.js";
 
 const $ = (id) => document.getElementById(id);
 const BOT_LEVELS = ["BOT_LEVEL_RANDOM", "BOT_LEVEL_GREEDY", "BOT_LEVEL_EXPERT"];
@@ -62,6 +64,14 @@ const state = {
   pollTimer: null, // GetGame now and then: a waiting table, a finished game's rematch
   pollFor: null, // the status polled for
   polls: 0,
+  // The round summary (track): hand counts since the newest view, how the
+  // last round ended, and whether its summary was put away.
+  live: null,
+  lastRoundEnd: null,
+  summaryClosed: null,
+  lastPlayer: null, // the seat of the newest play: who went out, on a domino
+  linePlays: -1, // plays on the line this hand (-1: the deal was before this page)
+  turnSaid: null, // the "your turn" last announced
 };
 const WAITING = "GAME_STATUS_WAITING";
 const FINISHED = "GAME_STATUS_FINISHED";
@@ -107,20 +117,9 @@ const tileKey = (t) => {
   return a <= b ? `${a}-${b}` : `${b}-${a}`;
 };
 
+/** A tile drawn with its pips (tiles.js): laid along, or upright as a button in the hand. */
 function tileElement(t, tag = "span") {
-  const el = document.createElement(tag);
-  const a = t?.a ?? 0;
-  const b = t?.b ?? 0;
-  el.className = "tile" + (a === b ? " double" : "");
-  el.dataset.tile = tileKey(t);
-  el.setAttribute("aria-label", `${a}-${b}`);
-  for (const v of [a, b]) {
-    const half = document.createElement("span");
-    half.className = "half";
-    half.textContent = String(v);
-    el.append(half);
-  }
-  return el;
+  return drawTile(t, { tag, upright: tag === "button" });
 }
 
 function refKey(ref) {
@@ -139,30 +138,113 @@ const SEAT_KINDS = [
   ...BOT_LEVELS.map((l) => [l, `bot: ${l.slice(10).toLowerCase()}`]),
 ];
 
+// What a person calls each preset, and what it plays like in one line.
+// ListRulesets gives only preset ids and their options, so the names live
+// here; a preset this table does not know yet shows its id, prettified.
+const PRESETS = {
+  standard: ["Mexican Train", "The box rules: trains from a central engine, one Mexican train open to all."],
+  pagat: ["Mexican Train, chain start", "As pagat.com plays it: your first turn may lay a whole chain of tiles."],
+  university_games: [
+    "Mexican Train, loose doubles",
+    "University Games' rules: a chain first turn, and an open double blocks nobody.",
+  ],
+  cover_own: ["Mexican Train, cover your own", "A double you play is covered on your own train first."],
+  by_set: ["Mexican Train, set by players", "The set and hand size follow the number of players (double-9 to double-18)."],
+  house: [
+    "Mexican Train, house rules",
+    "One double a turn, no going out on a double, say “knock” or draw 2, and 0–0 costs 50.",
+  ],
+  chicken_foot: ["Mexican Train with chicken feet", "Every double is answered by three tiles, a chicken foot."],
+  block: ["Block", "No drawing: play a tile on either end of the line, or pass."],
+  block_teams: ["Block for two teams", "Four players, partners sitting opposite; no drawing."],
+  draw: ["Draw", "Can't play? Draw from the boneyard until you can."],
+  draw_teams: ["Draw for two teams", "Four players, partners sitting opposite; draw until you can play."],
+  all_fives: ["All Fives (Muggins)", "Score the ends' total whenever it is a multiple of five."],
+  all_fives_teams: ["All Fives for two teams", "Four players, partners opposite; score the ends in fives."],
+  bergen: ["Bergen", "Score for double and triple headers: both ends showing the same number."],
+  matador: ["Matador", "Touching numbers add up to seven; the matadors (0–0, 1–6, 2–5, 3–4) go anywhere."],
+  chicken_foot_game: ["Chicken Foot", "Six lines from the station double; every double grows a three-toed foot."],
+};
+
+/** "block_teams" -> "Block teams": a preset the name table does not know. */
+const prettyId = (id) => {
+  const words = String(id).replaceAll("_", " ").trim();
+  return words ? words[0].toUpperCase() + words.slice(1) : "Game";
+};
+
+function presetName(preset, game) {
+  const known = PRESETS[preset]?.[0];
+  if (known) return known;
+  const gameName = GAME_NAMES[game];
+  const pretty = prettyId(preset);
+  return gameName && !pretty.toLowerCase().startsWith(gameName.toLowerCase()) ? `${gameName}: ${pretty}` : pretty;
+}
+
+const LINE_GAMES_DOUBLE_SIX_MAX = 4; // CL-SET-1: 2 to 4 players with double-six
+
+/**
+ * The players a preset seats, [min, max], from its resolved options:
+ * CL-TEAM-1 teams need exactly 4; CL-SET-1 a line game 2 to 4 with
+ * double-six, else as many hands as the set holds; MT-SET-1 / MT-DEAL-1
+ * Mexican Train 2 to 8 by the box's table, up to 14 when the set follows the
+ * player count; CL-CF-1 Chicken Foot 2 to 8.
+ */
+function seatRange(rules) {
+  const game = rules.game ?? "GAME_MEXICAN_TRAIN";
+  if (rules.teams) return [4, 4];
+  if (game === "GAME_CHICKEN_FOOT") return [2, 8];
+  if (game === "GAME_MEXICAN_TRAIN") return [2, rules.handSizeTable === "HAND_SIZE_TABLE_BY_SET" ? 14 : 8];
+  const set = rules.setMax ?? 6;
+  if (set === 6) return [2, LINE_GAMES_DOUBLE_SIX_MAX];
+  const tiles = ((set + 1) * (set + 2)) / 2;
+  return [2, Math.max(2, Math.floor(tiles / (rules.handSize || 7)))];
+}
+
+const selectedRules = () => {
+  const option = $("preset").selectedOptions[0];
+  return option ? JSON.parse(option.dataset.rules) : null;
+};
+
 async function showSetup() {
   $("setup").hidden = false;
   $("table").hidden = true;
   $("status-line").textContent = "";
+  $("status-line").removeAttribute("title");
+  document.title = "Railyard: a new table";
   delete document.body.dataset.status;
   delete document.body.dataset.game;
   const select = $("preset");
   try {
     const { rulesets = [] } = await api("GET", "/v1/rulesets");
+    const chosen = select.value;
     select.replaceChildren();
+    // One group per game, in the order ListRulesets lists them.
+    const groups = new Map();
     for (const r of rulesets) {
-      const option = document.createElement("option");
       const game = r.game ?? "GAME_MEXICAN_TRAIN";
+      if (!groups.has(game)) {
+        const group = document.createElement("optgroup");
+        group.label = GAME_NAMES[game] ?? prettyId(game.replace(/^GAME_/, "").toLowerCase());
+        groups.set(game, group);
+        select.append(group);
+      }
+      const option = document.createElement("option");
       option.value = r.preset;
       option.dataset.game = game;
       option.dataset.rules = JSON.stringify(r);
-      option.textContent = `${GAME_NAMES[game] ?? game} — ${r.preset}`;
-      select.append(option);
+      option.textContent = presetName(r.preset, game);
+      groups.get(game).append(option);
     }
+    if (chosen) select.value = chosen;
   } catch (error) {
-    showErrorIn("create-error", error);
+    showCreateError(error);
   }
-  select.onchange = describePreset;
-  describePreset();
+  if ($("seats").children.length === 0) {
+    addSeat("You", "");
+    addSeat("Bot 1", "BOT_LEVEL_GREEDY");
+  }
+  select.onchange = () => describePreset(true);
+  describePreset(false);
   if ($("bot-level").children.length === 0) {
     for (const level of BOT_LEVELS) {
       const option = document.createElement("option");
@@ -172,11 +254,7 @@ async function showSetup() {
     }
     $("bot-level").value = "BOT_LEVEL_GREEDY";
   }
-  if ($("seats").children.length === 0) {
-    addSeat("You", "");
-    addSeat("Bot 1", "BOT_LEVEL_GREEDY");
-  }
-  $("add-seat").onclick = () => addSeat(`Bot ${$("seats").children.length}`, "BOT_LEVEL_GREEDY").focus();
+  $("add-seat").onclick = () => addSeat(nextBotName(), "BOT_LEVEL_GREEDY").focus();
   $("add-open-seat").onclick = () => addSeat("", "open").focus();
   $("setup-form").onsubmit = (e) => {
     e.preventDefault();
@@ -192,19 +270,61 @@ async function showSetup() {
   await loadPublicTables(true);
 }
 
-function describePreset() {
+/** "Bot N" with the lowest N no seat is named already. */
+function nextBotName() {
+  const names = new Set([...document.querySelectorAll(".seat-name")].map((i) => i.value.trim()));
+  let n = 1;
+  while (names.has(`Bot ${n}`)) n += 1;
+  return `Bot ${n}`;
+}
+
+/** The chosen preset's line of description, and the seats made to fit it
+ * (`changed`: the person picked it, so say what changed). */
+function describePreset(changed) {
+  const rules = selectedRules();
+  if (!rules) return;
   const option = $("preset").selectedOptions[0];
-  if (!option) return;
-  const rules = JSON.parse(option.dataset.rules);
+  const game = option.dataset.game;
   const parts = [];
   if (rules.setMax) parts.push(`double-${rules.setMax}`);
   if (rules.rounds) parts.push(`${rules.rounds} rounds`);
-  if (rules.targetScore) parts.push(`to ${rules.targetScore} points`);
-  if (rules.teams) parts.push("two teams of two (4 seats)");
-  $("preset-note").textContent = parts.join(", ");
-  const trains = TRAIN_GAMES.has(option.dataset.game);
+  if (rules.targetScore) parts.push(`first to ${rules.targetScore} points`);
+  const [min, max] = seatRange(rules);
+  parts.push(min === max ? `${min} players` : `${min} to ${max} players`);
+  const line = PRESETS[rules.preset]?.[1] ?? "";
+  $("preset-note").textContent = `${line}${line ? " " : ""}(${parts.join(", ")}.)`;
+  const trains = TRAIN_GAMES.has(game);
   $("rounds").disabled = !trains;
   $("target").disabled = trains;
+  // Each game has one of the two (MT-RND-1, CL-SC-2): the other is not shown at all.
+  $("rounds").closest("label").hidden = !trains;
+  $("target").closest("label").hidden = trains;
+  // MT-RND-1 / CL-CF-1: a round per double from the top one down to 0-0
+  // (by_set: the set follows the players, up to double-18).
+  $("rounds").max = String(rules.setMax ? rules.setMax + 1 : 19);
+  $("rounds").placeholder = rules.setMax ? `all ${rules.setMax + 1}` : "all";
+  $("target").placeholder = trains ? "—" : String(rules.targetScore ?? "");
+  fitSeats(changed);
+}
+
+/** Adds bots up to the preset's fewest players, takes trailing seats off
+ * above its most, and keeps the seat buttons within those bounds. */
+function fitSeats(announce) {
+  const rules = selectedRules();
+  if (!rules) return;
+  const [min, max] = seatRange(rules);
+  const before = document.querySelectorAll(".seat-row").length;
+  while (document.querySelectorAll(".seat-row").length < min) addSeat(nextBotName(), "BOT_LEVEL_GREEDY");
+  while (document.querySelectorAll(".seat-row").length > max) [...document.querySelectorAll(".seat-row")].at(-1).remove();
+  seatsChanged();
+  const after = document.querySelectorAll(".seat-row").length;
+  const why = rules.teams
+    ? "Two teams of two: partners sit opposite (seats 1 and 3 against seats 2 and 4)."
+    : min === max
+      ? `This game seats exactly ${min}.`
+      : `This game seats ${min} to ${max} players.`;
+  $("seat-note").textContent =
+    announce && after !== before ? `${why} The table now has ${after} seats.` : why;
 }
 
 function addSeat(name, kind) {
@@ -213,7 +333,8 @@ function addSeat(name, kind) {
   const input = document.createElement("input");
   input.className = "seat-name";
   input.value = name;
-  input.maxLength = 40;
+  input.maxLength = 64; // the service's limit on a display name
+  input.autocomplete = "off";
   const select = document.createElement("select");
   select.className = "seat-kind";
   for (const [value, label] of SEAT_KINDS) {
@@ -228,8 +349,12 @@ function addSeat(name, kind) {
   remove.textContent = "✕";
   remove.className = "seat-remove";
   remove.onclick = () => {
+    // Focus stays in the seat list: on the next row's remove button, else the add button.
+    const next = li.nextElementSibling ?? li.previousElementSibling;
     li.remove();
     seatsChanged();
+    const target = next?.querySelector(".seat-remove:not([disabled])") ?? $("add-seat");
+    target.focus();
   };
   select.onchange = seatsChanged;
   li.append(input, select, remove);
@@ -238,34 +363,95 @@ function addSeat(name, kind) {
   return select;
 }
 
-/** Labels the seat rows by their number; an open seat has no name to type;
- * the table's settings show while a seat is open. */
+/** Labels the seat rows by their number (and team); an open seat has no name
+ * to type; the table's settings show while a seat is open; the add and
+ * remove buttons stay within the preset's player counts. */
 function seatsChanged() {
   const rows = [...document.querySelectorAll(".seat-row")];
+  const rules = selectedRules();
+  const [min, max] = rules ? seatRange(rules) : [1, 14];
   rows.forEach((li, i) => {
     const input = li.querySelector(".seat-name");
     const open = li.querySelector(".seat-kind").value === "open";
-    input.setAttribute("aria-label", `seat ${i + 1}: name`);
-    li.querySelector(".seat-kind").setAttribute("aria-label", `seat ${i + 1}: person, open or bot`);
-    li.querySelector(".seat-remove").setAttribute("aria-label", `remove seat ${i + 1}`);
+    // CL-TEAM-1: seats 0+2 and 1+3 are partners.
+    const team = rules?.teams ? ` (team ${(i % 2) + 1})` : "";
+    input.setAttribute("aria-label", `seat ${i + 1}${team}: name`);
+    input.removeAttribute("aria-invalid");
+    li.querySelector(".seat-kind").setAttribute("aria-label", `seat ${i + 1}${team}: person, open or bot`);
+    const remove = li.querySelector(".seat-remove");
+    remove.setAttribute("aria-label", `remove seat ${i + 1}`);
+    remove.disabled = rows.length <= min;
+    remove.title = remove.disabled ? `This game needs at least ${min} players` : "";
+    li.dataset.team = rules?.teams ? String(i % 2) : "";
+    li.dataset.label = rules?.teams ? `Seat ${i + 1} · team ${(i % 2) + 1}` : "";
     input.disabled = open;
     input.placeholder = open ? "a friend" : "";
   });
+  for (const id of ["add-seat", "add-open-seat"]) {
+    $(id).disabled = rows.length >= max;
+    $(id).title = rows.length >= max ? `This game seats at most ${max}` : "";
+  }
   $("table-settings").hidden = !rows.some((li) => li.querySelector(".seat-kind").value === "open");
+}
+
+/**
+ * A refusal of the setup form, beside its Create button: what went wrong in
+ * a sentence, the service's reason and rule id after it, and the field it
+ * names marked invalid (so a screen reader says which one).
+ */
+function showCreateError(error) {
+  const box = $("create-error");
+  box.hidden = false;
+  box.replaceChildren();
+  for (const el of document.querySelectorAll("#setup-form [aria-invalid]")) el.removeAttribute("aria-invalid");
+  const title = document.createElement("strong");
+  title.textContent = "The table was not created: ";
+  box.append(title, typeof error === "string" ? error : error.message);
+  if (typeof error !== "string" && (error.reason || error.rule)) {
+    const code = document.createElement("span");
+    code.className = "rule";
+    code.textContent = ` (${[error.reason, error.rule].filter(Boolean).join(", ")})`;
+    box.append(code);
+  }
+  const text = typeof error === "string" ? error : error.message ?? "";
+  const field =
+    /players\[(\d+)\]/.exec(text)?.[1] !== undefined
+      ? document.querySelectorAll(".seat-name")[Number(/players\[(\d+)\]/.exec(text)[1])]
+      : /target.?score/i.test(text)
+        ? $("target")
+        : /\brounds\b/i.test(text)
+          ? $("rounds")
+          : /\bseed\b/i.test(text)
+            ? $("seed")
+            : null;
+  field?.setAttribute("aria-invalid", "true");
+  box.scrollIntoView({ block: "nearest" });
 }
 
 async function createTable() {
   hideErrorIn("create-error");
+  for (const el of document.querySelectorAll("#setup-form [aria-invalid]")) el.removeAttribute("aria-invalid");
   const option = $("preset").selectedOptions[0];
+  if (!option) {
+    showCreateError("the list of games did not load: reload the page.");
+    return;
+  }
+  const [min, max] = seatRange(JSON.parse(option.dataset.rules));
+  const count = document.querySelectorAll(".seat-row").length;
+  if (count < min || count > max) {
+    // (The form keeps the count within bounds; this is for a hand-edited page.)
+    showCreateError(`${option.textContent} seats ${min === max ? min : `${min} to ${max}`} players, not ${count}.`);
+    return;
+  }
   const ruleset = { preset: option.value };
   const rounds = $("rounds").value.trim();
   const target = $("target").value.trim();
   if (rounds && !$("rounds").disabled) ruleset.rounds = Number(rounds);
   if (target && !$("target").disabled) ruleset.targetScore = Number(target);
-  const players = [...document.querySelectorAll(".seat-row")].map((li) => {
+  const players = [...document.querySelectorAll(".seat-row")].map((li, i) => {
     const kind = li.querySelector(".seat-kind").value;
     if (kind === "open") return { open: true };
-    const player = { displayName: li.querySelector(".seat-name").value.trim() || "Player" };
+    const player = { displayName: li.querySelector(".seat-name").value.trim() || `Seat ${i + 1}` };
     if (kind) player.bot = kind;
     return player;
   });
@@ -295,7 +481,7 @@ async function createTable() {
       location.hash = `game=${encodeURIComponent(gameId)}`;
     }
   } catch (error) {
-    showErrorIn("create-error", error);
+    showCreateError(error);
   } finally {
     $("create").disabled = false;
   }
@@ -390,7 +576,7 @@ function publicTableItem(summary) {
   const names = (summary.players ?? []).map((p) => (p.open ? "open seat" : p.displayName || `Seat ${(p.seat ?? 0) + 1}`));
   const open = summary.openSeats ?? 0;
   const text = document.createElement("span");
-  text.textContent = `${GAME_NAMES[game] ?? game} (${summary.ruleset?.preset ?? ""}): ${names.join(", ")} · ${open} open seat${open === 1 ? "" : "s"}`;
+  text.textContent = `${presetName(summary.ruleset?.preset ?? "", game)}: ${names.join(", ")} · ${open} open seat${open === 1 ? "" : "s"}`;
   const join = document.createElement("a");
   join.className = "button-link";
   join.href = `#join=${encodeURIComponent(summary.gameId)}`;
@@ -425,6 +611,12 @@ async function openTable(params) {
     joinFocused: false,
     pollFor: null,
     polls: 0,
+    live: null,
+    lastRoundEnd: null,
+    summaryClosed: null,
+    lastPlayer: null,
+    linePlays: -1,
+    turnSaid: null,
   });
   const saved = gameId ? recall(gameId) : {};
   if (params.has("token")) {
@@ -445,7 +637,11 @@ async function openTable(params) {
   $("setup").hidden = true;
   $("table").hidden = false;
   $("ending").hidden = true;
+  $("deal-check").hidden = true;
+  $("round-summary").hidden = true;
   $("verify-result").textContent = "";
+  $("verify-result").className = "";
+  $("leftovers").replaceChildren();
   $("events").replaceChildren();
   for (const id of ["error", "join-error", "start-error", "leave-error", "rematch-error"]) hideErrorIn(id);
   $("leave-confirm").hidden = true;
@@ -555,6 +751,7 @@ function setView(view, legal, legalVersion) {
   state.view = view;
   state.legal = legal;
   state.legalVersion = legalVersion;
+  trackView(view);
   // Here, not in refresh: a refresh that lands during a move is dropped, and
   // the move's answer (setView too) is then all that shows the game's end.
   schedulePoll();
@@ -605,13 +802,22 @@ function scheduleRefresh() {
 function render() {
   const view = state.view;
   if (!view) return;
+  const focus = focusMemo();
   const game = view.ruleset?.game ?? "GAME_MEXICAN_TRAIN";
   const finished = view.status === FINISHED;
   const waiting = view.status === WAITING;
-  const rounds = view.roundsTotal ? `round ${view.round ?? 1} of ${view.roundsTotal}` : `hand ${view.round ?? 1}` + (view.targetScore ? `, to ${view.targetScore}` : "");
+  const gameName = presetName(view.ruleset?.preset ?? "", game);
+  const rounds = view.roundsTotal
+    ? `round ${view.round ?? 1} of ${view.roundsTotal}`
+    : `hand ${view.round ?? 1}` + (view.targetScore ? `, first to ${view.targetScore}` : "");
   $("status-line").textContent = waiting
-    ? `${GAME_NAMES[game] ?? game} · waiting for players`
-    : `${GAME_NAMES[game] ?? game} · ${rounds} · boneyard ${view.boneyardCount ?? 0} · v${view.version ?? 0}`;
+    ? `${gameName} · waiting for players`
+    : finished
+      ? `${gameName} · game over`
+      : `${gameName} · ${rounds} · ${view.boneyardCount ?? 0} in the boneyard`;
+  // The version is for testers and bug reports, not players: on hover and in body[data-version].
+  $("status-line").title = `game ${state.gameId} · version ${view.version ?? 0}`;
+  $("table-title").textContent = `${gameName} table`;
   document.body.dataset.status = finished ? "finished" : waiting ? "waiting" : "playing";
   document.body.dataset.version = view.version ?? "0";
   document.body.dataset.round = String(view.round ?? 1);
@@ -627,7 +833,103 @@ function render() {
   renderHand(view);
   renderSeatBox(view);
   renderScores(view);
+  renderSummary(view);
   renderEnding(view);
+  renderTurnStatus(view, gameName);
+  restoreFocus(focus);
+}
+
+// ------------------------------------------------------------------ keyboard
+
+/**
+ * What has the keyboard focus, by what names it across a re-render: a
+ * render rebuilds the hand, the board's targets and the actions, and a
+ * rebuilt button that had the focus would leave it on the page's body.
+ */
+function focusMemo() {
+  const el = document.activeElement;
+  if (!el || el === document.body) return null;
+  return {
+    el,
+    tile: el.closest("#hand") ? el.closest("[data-tile]")?.dataset.tile : undefined,
+    notation: el.dataset.notation,
+    action: el.dataset.action,
+    selected: state.selected,
+  };
+}
+
+const shown = (el) => el && el.isConnected && !el.disabled && el.getClientRects().length > 0;
+
+/**
+ * Puts the focus back where a keyboard user expects it after a render: a
+ * tile just chosen hands it to its first target; a button rebuilt gets it
+ * back; one that went away (the tile played, the cover lifted) passes it to
+ * the next thing to do: the cover's button, a playable tile, an action, or
+ * else the hand's heading, from which Tab reaches the hand.
+ */
+function restoreFocus(memo) {
+  if (!memo) return;
+  if (memo.tile && state.selected === memo.tile && memo.selected !== memo.tile) {
+    const target = document.querySelector("button.target:not([disabled])");
+    if (target) {
+      target.focus();
+      return;
+    }
+  }
+  if (shown(memo.el) && document.activeElement === memo.el) return;
+  const again =
+    (memo.tile && document.querySelector(`#hand [data-tile="${CSS.escape(memo.tile)}"]`)) ||
+    (memo.notation && document.querySelector(`[data-notation="${CSS.escape(memo.notation)}"]`)) ||
+    (memo.action && document.querySelector(`#actions [data-action="${CSS.escape(memo.action)}"]`)) ||
+    (memo.el.id && $(memo.el.id));
+  const next = [
+    again,
+    $("cover-show"),
+    document.querySelector("#hand button.playable:not([disabled])"),
+    document.querySelector("#actions button:not([disabled])"),
+  ].find(shown);
+  if (next) next.focus();
+  else if (shown($("hand-title"))) $("hand-title").focus();
+  else if (shown($("ending-title"))) $("ending-title").focus();
+}
+
+/** Arrow keys, Home and End move between the hand's tiles; Escape puts a chosen tile back. */
+function handKeys(e) {
+  if (e.key === "Escape" && state.selected) {
+    const tile = state.selected;
+    state.selected = null;
+    render();
+    document.querySelector(`#hand [data-tile="${CSS.escape(tile)}"]`)?.focus();
+    e.preventDefault();
+    return;
+  }
+  const moves = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1, Home: -Infinity, End: Infinity };
+  if (!(e.key in moves) || !e.target.closest?.("#hand")) return;
+  const tiles = [...document.querySelectorAll("#hand button:not([disabled])")];
+  if (tiles.length === 0) return;
+  const at = tiles.indexOf(e.target.closest("button"));
+  const step = moves[e.key];
+  const to = Number.isFinite(step) ? (at + step + tiles.length) % tiles.length : step < 0 ? 0 : tiles.length - 1;
+  tiles[to].focus();
+  e.preventDefault();
+}
+
+/** Says "your turn" to a screen reader once per turn (the events log says the rest), and in the tab's title. */
+function renderTurnStatus(view, gameName) {
+  const playing = view.status !== FINISHED && view.status !== WAITING;
+  const mine = playing && state.activeSeat === (view.currentSeat ?? 0) && state.legal.length > 0;
+  const names = playerNames(view);
+  const text = !playing
+    ? ""
+    : mine
+      ? `Your turn${Object.keys(state.tokens).length > 1 ? `, ${names[state.activeSeat]}` : ""}.`
+      : "";
+  const key = `${view.version}|${text}`;
+  if (text && state.turnSaid !== key) $("turn-status").textContent = text;
+  state.turnSaid = key;
+  document.title = view.status === FINISHED
+    ? `Game over: ${gameName} · Railyard`
+    : `${mine ? "Your turn: " : ""}${gameName} · Railyard`;
 }
 
 const seatName = (p, i) => (p.open ? "open seat" : p.displayName || `Seat ${(p.seat ?? i) + 1}`);
@@ -736,35 +1038,69 @@ async function copyJoinLink() {
   }
 }
 
+/** Each seat's name as people see it ("Seat 3" for a seat without one). */
+function playerNames(view) {
+  return (view?.players ?? []).map((p, i) => p.displayName || `Seat ${(p.seat ?? i) + 1}`);
+}
+
+/** CL-TEAM-1: a team by its players' names ("Ann & Cy"). */
+const teamName = (team, names) => (team.seats ?? []).map((s) => names[s] ?? `Seat ${s + 1}`).join(" & ");
+const teamIndexOf = (view, seat) => (view.teams ?? []).findIndex((t) => (t.seats ?? []).includes(seat));
+
 function renderPlayers(view) {
   const box = $("players");
   box.replaceChildren();
+  const names = playerNames(view);
+  const waiting = view.status === WAITING;
+  // Teams: each team's box, by its players' names, holds its two seats and its score.
+  const teamBoxes = (view.teams ?? []).map((t, i) => {
+    const group = document.createElement("section");
+    group.className = `team team-${i}`;
+    group.dataset.team = String(i);
+    const title = document.createElement("h2");
+    title.className = "team-name";
+    title.id = `team-title-${i}`;
+    group.setAttribute("aria-labelledby", title.id);
+    title.textContent = teamName(t, names);
+    const score = document.createElement("span");
+    score.className = "team-score";
+    score.textContent = `${t.score ?? 0} points`;
+    title.append(" ", score);
+    group.append(title);
+    box.append(group);
+    return group;
+  });
   for (const [i, p] of (view.players ?? []).entries()) {
     const seat = p.seat ?? i;
     const card = document.createElement("div");
     card.className = "player";
     card.dataset.seat = seat;
-    const waiting = view.status === WAITING;
-    if (seat === (view.currentSeat ?? 0) && view.status !== FINISHED && !waiting) card.classList.add("current");
+    const current = seat === (view.currentSeat ?? 0) && view.status !== FINISHED && !waiting;
+    if (current) card.classList.add("current");
     if (seat === view.viewerSeat || (view.viewerSeat === undefined && seat === 0 && "hand" in view)) card.classList.add("me");
     // Waiting, no view shows a hand: "you" is the seat this page holds.
     else if (waiting && Object.keys(state.tokens).length === 1 && seat in state.tokens) card.classList.add("me");
     if (p.open) card.classList.add("open");
     const name = document.createElement("strong");
-    name.textContent = p.open ? "Open seat" : p.displayName || `Seat ${seat}`;
+    name.textContent = p.open ? "Open seat" : names[i];
     const meta = document.createElement("span");
+    meta.className = "player-meta";
     const bot = p.bot ? ` · bot ${p.bot.slice(10).toLowerCase()}` : "";
+    const count = p.handCount ?? 0;
+    const scored = view.teams?.length ? `${p.score ?? 0} scored` : `${p.score ?? 0} points`;
     meta.textContent = waiting
       ? p.open ? " waiting for a player" : bot
-      : ` ${p.handCount ?? 0} tiles · ${p.score ?? 0} pts${p.marker ? " · marker out" : ""}${bot}`;
+      : ` ${count} tile${count === 1 ? "" : "s"} · ${scored}${p.marker ? " · 🚂 train open to all" : ""}${bot}`;
     card.append(name, meta);
-    box.append(card);
-  }
-  if (view.teams?.length) {
-    const teams = document.createElement("div");
-    teams.className = "teams";
-    teams.textContent = view.teams.map((t, i) => `team ${i}: seats ${(t.seats ?? [0]).join("+")} · ${t.score ?? 0} pts`).join("  |  ");
-    box.append(teams);
+    if (current) {
+      // Not by the border's colour alone: the seat to play says so.
+      const tag = document.createElement("span");
+      tag.className = "turn-tag";
+      tag.textContent = "to play";
+      card.append(" ", tag);
+    }
+    const team = teamIndexOf(view, seat);
+    (team >= 0 ? teamBoxes[team] : box).append(card);
   }
 }
 
@@ -782,116 +1118,29 @@ function targetsOfSelected() {
   return byTarget;
 }
 
-function targetButtons(moves, label) {
-  return moves.map((m) => {
-    const button = document.createElement("button");
-    button.type = "button";
-    button.className = "target";
-    button.dataset.notation = m.notation;
-    button.textContent = moves.length > 1 || label === undefined ? m.notation : label;
-    button.title = m.notation;
-    button.onclick = () => play(m);
-    return button;
-  });
+/** Buttons playing `moves` (one target's), named for people ("play 6–11 on Bob's train"). */
+function targetButtons(moves) {
+  return boardTargetButtons(moves, state.view, { play, viewer: state.activeSeat });
 }
 
+/** Mexican Train and Chicken Foot: the station and its trains (board.js). */
 function renderTrains(view) {
-  const board = $("board");
-  board.replaceChildren();
-  const targets = targetsOfSelected();
-  const used = new Set();
-  const engine = document.createElement("div");
-  engine.className = "station";
-  // CL-CF-1: Chicken Foot's round double is the station its lines start from.
-  const station = view.ruleset?.game === "GAME_CHICKEN_FOOT" ? "Station " : "Engine ";
-  engine.append(station, tileElement(view.engine ?? { a: 0, b: 0 }));
-  board.append(engine);
-  const names = new Map((view.players ?? []).map((p, i) => [p.seat ?? i, p.displayName || `Seat ${p.seat ?? i}`]));
-  for (const train of view.trains ?? []) {
-    const ref = train.ref ?? {};
-    const base = ref.mexican !== undefined ? `m${ref.mexican}` : `p${ref.seat ?? 0}`;
-    const row = document.createElement("div");
-    row.className = "train";
-    row.dataset.train = base;
-    if (train.marker) row.classList.add("marked");
-    const title = document.createElement("div");
-    title.className = "train-name";
-    const game = view.ruleset?.game;
-    title.textContent =
-      ref.mexican !== undefined
-        ? game === "GAME_CHICKEN_FOOT"
-          ? `Line ${ref.mexican}` // numbered as moves write it (@m<line>, API.md)
-          : `Mexican train${(view.trains ?? []).filter((t) => t.ref?.mexican !== undefined).length > 1 ? ` ${ref.mexican}` : ""}`
-        : `${(ref.seat ?? 0) === state.activeSeat ? "Your" : `${names.get(ref.seat ?? 0)}'s`} train${train.marker ? " (open to all)" : ""}`;
-    row.append(title);
-    const branches = train.branches?.length ? train.branches : [{ end: 0, tiles: train.tiles ?? [], openEnd: (train.openEnds ?? [])[0] }];
-    for (const branch of branches) {
-      const end = branch.end ?? 0;
-      const line = document.createElement("div");
-      line.className = "branch";
-      line.dataset.target = `${base}.${end}`;
-      if (train.branches?.length) {
-        const label = document.createElement("span");
-        label.className = "branch-name";
-        label.textContent = end === 0 ? "trunk" : `branch ${end} (from ${branch.parentEnd ?? 0})`;
-        line.append(label);
-      }
-      for (const t of branch.tiles ?? []) line.append(tileElement(t));
-      const k = `${base}.${end}`;
-      if (targets.has(k)) {
-        line.append(...targetButtons(targets.get(k), "▶ here"));
-        used.add(k);
-      }
-      row.append(line);
-    }
-    board.append(row);
-  }
-  for (const d of view.openDoubles ?? []) {
-    const note = document.createElement("div");
-    note.className = "note";
-    note.textContent = `open double ${d.value ?? 0}-${d.value ?? 0} on ${refKey(d.train).split(".")[0]}`;
-    board.append(note);
-  }
-  renderLeftoverTargets(targets, used);
+  drawBoard(view);
 }
 
+/** The classic games: the line of play (board.js). */
 function renderLine(view) {
-  const board = $("board");
-  board.replaceChildren();
+  drawBoard(view);
+}
+
+function drawBoard(view) {
   const targets = targetsOfSelected();
-  const used = new Set();
-  const row = document.createElement("div");
-  row.className = "line";
-  row.dataset.train = "l";
-  const slot = (end) => {
-    const box = document.createElement("span");
-    box.className = "line-end";
-    box.dataset.target = `l.${end}`;
-    const k = `l.${end}`;
-    if (targets.has(k)) {
-      box.append(...targetButtons(targets.get(k), end === 0 ? "◀ here" : "here ▶"));
-      used.add(k);
-    }
-    return box;
-  };
-  row.append(slot(0));
-  const tiles = view.line?.tiles ?? [];
-  if (tiles.length === 0) {
-    const empty = document.createElement("span");
-    empty.className = "note";
-    empty.textContent = "no tile played yet";
-    row.append(empty);
-  }
-  for (const t of tiles) row.append(tileElement(t));
-  row.append(slot(1));
-  board.append(row);
-  const ends = view.line?.openEnds ?? [];
-  if (ends.length) {
-    const note = document.createElement("div");
-    note.className = "note";
-    note.textContent = `open ends ${ends[0] ?? 0} and ${ends[1] ?? 0}`;
-    board.append(note);
-  }
+  const used = renderBoard($("board"), view, {
+    targets,
+    play,
+    viewer: state.activeSeat,
+    selected: state.selected,
+  });
   renderLeftoverTargets(targets, used);
 }
 
@@ -932,21 +1181,35 @@ function renderHand(view) {
       ? "Your turn: pick a tile, then where it goes."
       : `Waiting for ${names[current] ?? `seat ${current}`}…`;
   if (view.turn?.owesTile && myTurn) $("turn-line").textContent += " A double is open: answer it.";
-  const playable = new Set(state.legal.filter((m) => m.move.play).map((m) => tileKey(m.move.play.tile)));
+  const movesOf = new Map(); // a hand tile's legal plays
+  for (const m of state.legal) {
+    if (!m.move.play) continue;
+    const k = tileKey(m.move.play.tile);
+    if (!movesOf.has(k)) movesOf.set(k, []);
+    movesOf.get(k).push(m);
+  }
   // Covered: the previous person's hand is not even put in the page.
   for (const t of covered ? [] : view.hand ?? []) {
-    const button = tileElement(t, "button");
+    const k = tileKey(t);
+    const moves = movesOf.get(k) ?? [];
+    const where = playableWhere(moves, view, state.activeSeat);
+    const button = drawTile(t, { tag: "button", upright: true, label: where ? `${tileName(t)}, ${where}` : tileName(t) });
     button.type = "button";
     button.classList.add("hand-tile");
-    const k = tileKey(t);
-    if (playable.has(k)) button.classList.add("playable");
+    if (moves.length) {
+      button.classList.add("playable");
+      button.setAttribute("aria-pressed", String(k === state.selected));
+    }
     if (k === state.selected) button.classList.add("selected");
-    button.disabled = !playable.has(k) || state.busy;
-    button.onclick = () => {
+    button.disabled = !moves.length || state.busy;
+    button.onclick = (event) => {
       // Selects (never toggles off): a repeated or doubled tap keeps the tile
       // chosen and its targets shown; another tile or a move changes it.
+      const chosen = state.selected !== k;
       state.selected = k;
       render();
+      // Chosen by keyboard (a click without a pointer): on to its first target.
+      if (chosen && event.detail === 0) document.querySelector("#board button.target, #other-moves button.target")?.focus();
     };
     hand.append(button);
   }
@@ -964,39 +1227,225 @@ function renderHand(view) {
   }
 }
 
+const lowestWins = (view) => TRAIN_GAMES.has(view.ruleset?.game ?? "GAME_MEXICAN_TRAIN"); // MT-SC-2, CL-CF-1
+const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+/** A table's header cell (scope: its column or row). */
+function headCell(row, text, scope = "col") {
+  const th = document.createElement("th");
+  th.scope = scope;
+  th.textContent = text;
+  row.append(th);
+  return th;
+}
+
+/** The score sheet: a row per player (and per team), a column per hand or round, the totals. */
 function renderScores(view) {
   const box = $("scores");
   box.replaceChildren();
   const players = view.players ?? [];
   const rounds = Math.max(0, ...players.map((p) => (p.roundScores ?? []).length));
   if (rounds === 0) return;
+  const names = playerNames(view);
+  const word = lowestWins(view) ? "Round" : "Hand";
+  const winners = new Set(view.status === FINISHED ? view.winners ?? [] : []);
   const table = document.createElement("table");
   table.className = "score-table";
+  const caption = table.createCaption();
+  caption.textContent = lowestWins(view) ? "Points by round (the lowest total wins)" : "Points by hand (the highest total wins)";
   const head = table.createTHead().insertRow();
-  for (const text of ["", ...Array.from({ length: rounds }, (_, i) => `${i + 1}`), "total"]) {
-    const th = document.createElement("th");
-    th.textContent = text;
-    head.append(th);
-  }
+  headCell(head, "Player");
+  for (let r = 1; r <= rounds; r++) headCell(head, `${word} ${r}`);
+  headCell(head, "Total");
   const body = table.createTBody();
   for (const [i, p] of players.entries()) {
     const row = body.insertRow();
-    row.insertCell().textContent = p.displayName || `Seat ${p.seat ?? i}`;
+    const th = headCell(row, names[i], "row");
+    if (winners.has(p.seat ?? i)) {
+      row.classList.add("winner");
+      th.append(" ★ winner");
+    }
     for (let r = 0; r < rounds; r++) row.insertCell().textContent = String((p.roundScores ?? [])[r] ?? "");
     row.insertCell().textContent = String(p.score ?? 0);
   }
+  if (view.teams?.length) {
+    const foot = table.createTFoot();
+    for (const t of view.teams) {
+      const row = foot.insertRow();
+      row.className = "team-row";
+      const th = headCell(row, `Team ${teamName(t, names)}`, "row");
+      if ((t.seats ?? []).some((s) => winners.has(s))) {
+        row.classList.add("winner");
+        th.append(" ★ winners");
+      }
+      for (let r = 0; r < rounds; r++) {
+        const sum = (t.seats ?? []).reduce((n, s) => n + ((players[s]?.roundScores ?? [])[r] ?? 0), 0);
+        row.insertCell().textContent = String(sum);
+      }
+      row.insertCell().textContent = String(t.score ?? 0);
+    }
+  }
   const title = document.createElement("h2");
   title.textContent = "Scores";
-  box.append(title, table);
+  const scroll = document.createElement("div");
+  scroll.className = "score-scroll";
+  // Scrolls sideways on a phone after many rounds: reachable by keyboard too.
+  scroll.tabIndex = 0;
+  scroll.setAttribute("role", "region");
+  scroll.setAttribute("aria-label", "score sheet");
+  scroll.append(table);
+  box.append(title, scroll);
 }
 
+const BLOCKED = "ROUND_END_REASON_BLOCKED";
+
+/**
+ * Between hands (rounds): how the last one ended (domino or blocked, and
+ * by whom), each seat's tiles left and points, the running totals, the
+ * teams by name. The view never shows another seat's tiles (MT-VIS-3,
+ * CL-VIS-1), so the tiles themselves appear at the game's end, dealt again
+ * from the revealed seed ("Verify the deals").
+ */
+function renderSummary(view) {
+  const end = state.lastRoundEnd;
+  const box = $("round-summary");
+  box.hidden = !end || state.summaryClosed === end.round || view.status === WAITING;
+  if (box.hidden) return;
+  const names = playerNames(view);
+  const trains = lowestWins(view);
+  const teams = view.teams ?? [];
+  const word = trains ? "Round" : "Hand";
+  const blocked = end.reason === BLOCKED;
+  box.dataset.round = String(end.round);
+  box.dataset.reason = blocked ? "blocked" : "domino";
+  const of = trains && view.roundsTotal ? ` of ${view.roundsTotal}` : "";
+  $("summary-title").textContent = `${word} ${end.round}${of} is over: ${blocked ? "blocked" : "domino!"}`;
+  const who = (seat) => {
+    const t = teamIndexOf(view, seat);
+    return t >= 0 ? `${names[seat]} (team ${teamName(teams[t], names)})` : names[seat];
+  };
+  let why;
+  if (trains) {
+    why = blocked
+      ? "Nobody could play and the boneyard was empty. Everyone scores the pips left in their hand."
+      : `${end.wentOut === null ? "A player" : names[end.wentOut]} played ${their(names[end.wentOut] ?? "")} last tile. ` +
+        "Everyone else scores the pips left in their hand.";
+    why += " The lowest total wins the game.";
+  } else if (blocked) {
+    why =
+      end.winner === null
+        ? "Blocked: no tile in any hand fits either end, and the lowest hands tie, so nobody wins the hand."
+        : `Blocked: no tile in any hand fits either end. ${who(end.winner)} had the lowest hand and ${verb(names[end.winner], "wins", "win")} it.`;
+  } else {
+    const w = end.winner === null ? "" : names[end.winner];
+    why = `${end.winner === null ? "A player" : who(end.winner)} played ${their(w)} last tile and ${verb(w, "wins", "win")} the hand.`;
+  }
+  $("summary-reason").textContent = why;
+
+  const table = document.createElement("table");
+  table.className = `score-table summary-table${teams.length ? " with-teams" : ""}`;
+  const caption = table.createCaption();
+  caption.textContent = `${word} ${end.round}`;
+  const head = table.createTHead().insertRow();
+  headCell(head, "Player");
+  if (teams.length) headCell(head, "Team");
+  headCell(head, "Tiles left");
+  headCell(head, trains ? "Pips left (points)" : "Points this hand");
+  headCell(head, "Total so far");
+  const body = table.createTBody();
+  const totals = (view.players ?? []).map((p) => {
+    const scores = p.roundScores ?? [];
+    return scores.length >= end.round ? scores.slice(0, end.round).reduce((a, b) => a + b, 0) : null;
+  });
+  for (const [i, p] of (view.players ?? []).entries()) {
+    const seat = p.seat ?? i;
+    const row = body.insertRow();
+    row.dataset.seat = String(seat);
+    const th = headCell(row, names[i], "row");
+    if (!blocked && (end.wentOut === seat || end.winner === seat)) th.append(" (out)");
+    if (teams.length) row.insertCell().textContent = teamIndexOf(view, seat) >= 0 ? teamName(teams[teamIndexOf(view, seat)], names) : "";
+    row.insertCell().textContent = end.counts ? String(end.counts[seat] ?? 0) : "—";
+    row.insertCell().textContent = String(end.scores[seat] ?? 0);
+    row.insertCell().textContent = totals[i] === null ? "…" : String(totals[i]);
+  }
+  if (teams.length) {
+    const foot = table.createTFoot();
+    for (const t of teams) {
+      const row = foot.insertRow();
+      row.className = "team-row";
+      headCell(row, `Team ${teamName(t, names)}`, "row");
+      row.insertCell();
+      const seats = t.seats ?? [];
+      row.insertCell().textContent = end.counts ? String(seats.reduce((n, s) => n + (end.counts[s] ?? 0), 0)) : "—";
+      row.insertCell().textContent = String(seats.reduce((n, s) => n + (end.scores[s] ?? 0), 0));
+      const known = seats.every((s) => totals[s] !== null);
+      row.insertCell().textContent = known ? String(seats.reduce((n, s) => n + totals[s], 0)) : "…";
+    }
+  }
+  const scroll = document.createElement("div");
+  scroll.className = "score-scroll";
+  // (A phone may scroll it sideways: reachable by keyboard too.)
+  scroll.tabIndex = 0;
+  scroll.setAttribute("role", "region");
+  scroll.setAttribute("aria-label", `${word} ${end.round}'s points`);
+  scroll.append(table);
+  $("summary-body").replaceChildren(scroll);
+  $("summary-close").onclick = () => {
+    state.summaryClosed = end.round;
+    box.hidden = true;
+    const next = [document.querySelector("#hand button.playable:not([disabled])"), $("hand-title"), $("turn-line")].find(shown);
+    next?.focus();
+  };
+}
+
+/** The game's end: who won, by how much, the final standings; then the deals' check and "Play again". */
 function renderEnding(view) {
-  const finished = view.status === "GAME_STATUS_FINISHED";
+  const finished = view.status === FINISHED;
   $("ending").hidden = !finished;
+  $("deal-check").hidden = !finished;
   if (!finished) return;
-  const names = (view.players ?? []).map((p, i) => p.displayName || `Seat ${p.seat ?? i}`);
-  const winners = (view.winners ?? []).map((s) => names[s]);
-  $("winners").textContent = winners.length ? `Winner: ${winners.join(" and ")}` : "No winner";
+  const names = playerNames(view);
+  const winners = view.winners ?? [];
+  const teams = view.teams ?? [];
+  const players = view.players ?? [];
+  const trains = lowestWins(view);
+  // Standings: teams (CL-TEAM-1: one score per team) or players, best first.
+  const sides = teams.length
+    ? teams.map((t) => ({ name: teamName(t, names), seats: t.seats ?? [], score: t.score ?? 0, team: true }))
+    : players.map((p, i) => ({ name: names[i], seats: [p.seat ?? i], score: p.score ?? 0, team: false }));
+  sides.sort((x, y) => (trains ? x.score - y.score : y.score - x.score));
+  const won = sides.filter((s) => s.seats.some((seat) => winners.includes(seat)));
+  let title;
+  let sentence;
+  if (won.length === 0) {
+    title = "Game over: no winner";
+    sentence = "Nobody won this game.";
+  } else if (won.length === 1) {
+    const w = won[0];
+    const many = w.team || w.seats.length > 1 || isYou(w.name);
+    title = `Game over: ${w.name} ${many ? "win" : "wins"}!`;
+    sentence = trains
+      ? `${w.name} ${many ? "win" : "wins"} with the lowest total, ${plural(w.score, "point")}.`
+      : `${w.name} ${many ? "win" : "wins"} with ${plural(w.score, "point")}` +
+        (view.targetScore ? `, reaching ${view.targetScore}.` : ".");
+  } else {
+    const list = won.map((w) => w.name).join(" and ");
+    title = `Game over: ${list} share the win`;
+    sentence = `${list} share the win, tied on ${plural(won[0].score, "point")}.`;
+  }
+  $("ending-title").textContent = title;
+  $("winners").textContent = sentence;
+  const standings = document.createElement("ol");
+  standings.className = "standings";
+  standings.setAttribute("aria-label", "final standings");
+  for (const side of sides) {
+    const li = document.createElement("li");
+    const isWinner = won.includes(side);
+    li.className = isWinner ? "winner" : "";
+    li.textContent = `${side.team ? `Team ${side.name}` : side.name}: ${plural(side.score, "point")}${isWinner ? " ★ winner" : ""}`;
+    standings.append(li);
+  }
+  $("final-standings").replaceChildren(standings);
   $("seed-shown").textContent = view.seed ?? "";
   $("sha-shown").textContent = view.seedSha256 ?? "";
   if (view.seedFromCaller) $("sha-shown").textContent += " (the seed was chosen by the table's creator)";
@@ -1150,15 +1599,20 @@ async function play(legalMove) {
   state.busy = true;
   hideError();
   const token = tokenOf(state.activeSeat);
+  const expected = state.legalVersion;
   try {
     const answer = await api("POST", gamePath("/moves"), {
       token,
-      body: { move: legalMove.move, expectedVersion: state.legalVersion, requestId: crypto.randomUUID() },
+      body: { move: legalMove.move, expectedVersion: expected, requestId: crypto.randomUUID() },
     });
     state.selected = null;
     state.shown = null; // the selection is gone: the next view renders
     for (const e of answer.events ?? []) addEvent(e, "move");
     const view = answer.game;
+    // The summary of the hand before stays up until this seat's first move after it.
+    if (state.lastRoundEnd && state.lastRoundEnd.version <= Number(expected ?? 0)) {
+      state.summaryClosed = state.lastRoundEnd.round;
+    }
     state.answered = Math.max(state.answered, Number(view.version ?? 0));
     state.busy = false;
     let legal = [];
@@ -1219,67 +1673,221 @@ function hideErrorIn(id) {
 
 // ------------------------------------------------------------------ events (SSE)
 
+const tileText = (t) => `${t?.a ?? 0}–${t?.b ?? 0}`;
+
+// The setup form names the first seat "You": its sentences then read as
+// English ("You score", "your train"), not "You scores", "You's train".
+const isYou = (name) => name === "You";
+const poss = (name) => (isYou(name) ? "your" : `${name}'s`);
+const their = (name) => (isYou(name) ? "your" : "their");
+const verb = (name, one, many) => (isYou(name) || name.includes(" & ") ? many : one);
+
+/** Where a play went, in words: "Bob's train", "the Mexican train", "line 3", "the line's left end". */
+function placeText(ref, seat) {
+  const view = state.view;
+  const names = playerNames(view);
+  const end = ref?.end ?? 0;
+  const branch = end ? ` (branch ${end})` : ""; // as the board names a foot's branches
+  if (ref?.line !== undefined) return `the line's ${end === 0 ? "left" : "right"} end`;
+  if (ref?.mexican !== undefined) {
+    // CL-CF-1: the station's lines are Mexican trains by number.
+    if (view?.ruleset?.game === "GAME_CHICKEN_FOOT") return `line ${ref.mexican + 1}${branch}`;
+    const several = (view?.trains ?? []).filter((t) => t.ref?.mexican !== undefined).length > 1;
+    return `${several ? `Mexican train ${ref.mexican + 1}` : "the Mexican train"}${branch}`;
+  }
+  const owner = ref?.seat ?? 0;
+  const ownerName = names[owner] ?? `Seat ${owner + 1}`;
+  const mover = names[seat] ?? "";
+  return `${owner === seat ? `${their(mover)} own` : poss(ownerName)} train${branch}`;
+}
+
+const POINTS_WHY = {
+  POINTS_REASON_FIVES: (n) => `the ends add up to ${n}`, // CL-A5-1
+  POINTS_REASON_DOUBLE_HEADER: () => "a double header: both ends show the same number", // CL-BERGEN-1
+  POINTS_REASON_TRIPLE_HEADER: () => "a triple header: a double at one end, its number at the other",
+  POINTS_REASON_HAND_WON: () => "winning the hand",
+};
+
+/** An event in words, with the players' names. */
 function describe(e) {
   const kind = Object.keys(e).find((k) => k !== "version");
   const b = e[kind] ?? {};
-  const name = (s) => state.view?.players?.[s ?? 0]?.displayName || `seat ${s ?? 0}`;
+  const view = state.view;
+  const names = playerNames(view);
+  const name = (s) => names[s ?? 0] ?? `Seat ${(s ?? 0) + 1}`;
+  const game = view?.ruleset?.game ?? "GAME_MEXICAN_TRAIN";
+  const trains = TRAIN_GAMES.has(game);
   switch (kind) {
     case "tilePlayed":
-      return `${name(b.seat)} played ${b.tile?.a ?? 0}-${b.tile?.b ?? 0} on ${refKey(b.train)}`;
-    case "tileDrawn":
-      return `${name(b.seat)} drew${b.tile ? ` ${b.tile.a ?? 0}-${b.tile.b ?? 0}` : " a tile"}`;
+      // CL-LINE-1: the hand's first tile opens the line (known once this page saw the deal).
+      if (b.train?.line !== undefined && state.linePlays === 0) return `${name(b.seat)} opened the line with ${tileText(b.tile)}`;
+      return `${name(b.seat)} played ${tileText(b.tile)} on ${placeText(b.train, b.seat ?? 0)}`;
+    case "tileDrawn": {
+      const what = b.tile ? tileText(b.tile) : "a tile";
+      if (b.reason === "DRAW_REASON_PENALTY") return `${name(b.seat)} drew ${what} as a penalty (one tile left, and no knock)`;
+      if (b.reason === "DRAW_REASON_ENGINE_SEARCH") return `${name(b.seat)} drew ${what} looking for the engine`;
+      return `${name(b.seat)} drew ${what}`;
+    }
     case "passed":
-      return `${name(b.seat)} passed`;
+      return trains ? `${name(b.seat)} passed` : `${name(b.seat)} could not play and passed`;
     case "markerPlaced":
-      return `${name(b.seat)}'s train is open to all`;
+      return `${poss(name(b.seat))} train is open to all`;
     case "markerRemoved":
-      return `${name(b.seat)}'s train is closed again`;
-    case "doubleSatisfied":
-      return `the double ${b.value ?? 0} is answered`;
+      return `${poss(name(b.seat))} train is closed again`;
+    case "doubleSatisfied": {
+      const double = `${b.value ?? 0}–${b.value ?? 0}`;
+      return b.dead
+        ? `the double ${double} on ${placeText(b.train, -1)} is dead: nobody can answer it`
+        : `the double ${double} on ${placeText(b.train, -1)} is answered`;
+    }
     case "turnStarted":
       return `${name(b.seat)}'s turn`;
     case "roundStarted":
-      return `round ${b.round ?? 0} starts${b.engine ? ` (engine ${b.engine.a ?? 0}-${b.engine.b ?? 0})` : ""}, ${name(b.starter)} first`;
-    case "roundEnded":
-      return `round ${b.round ?? 0} ends (${(b.reason ?? "").replace("ROUND_END_REASON_", "").toLowerCase()}): ${(b.scores ?? []).join(" / ")}`;
-    case "pointsScored":
-      return `${name(b.seat)} scores ${b.points ?? 0} (${(b.reason ?? "").replace("POINTS_REASON_", "").toLowerCase()})`;
+      if (!trains) return `Hand ${b.round ?? 0} is dealt: ${name(b.starter)} ${verb(name(b.starter), "opens", "open")}`;
+      return `Round ${b.round ?? 0} begins: the ${game === "GAME_CHICKEN_FOOT" ? "station" : "engine"} is ${tileText(b.engine)}, ${name(b.starter)} ${verb(name(b.starter), "starts", "start")}`;
+    case "roundEnded": {
+      const blocked = b.reason === BLOCKED;
+      if (trains) {
+        const out = blocked ? "blocked" : state.lastPlayer === null ? "domino" : `${name(state.lastPlayer)} went out`;
+        const points = (b.scores ?? []).map((p, s) => `${name(s)} ${p ?? 0}`).join(", ");
+        return `Round ${b.round ?? 0} is over (${out}): ${points}`;
+      }
+      const winner = "winner" in b ? `${name(b.winner)} ${verb(name(b.winner), "wins", "win")} it` : "nobody wins it";
+      return `Hand ${b.round ?? 0} is over (${blocked ? "blocked" : "domino"}): ${winner}`;
+    }
+    case "pointsScored": {
+      const team = "team" in b && view?.teams?.[b.team] ? ` for ${teamName(view.teams[b.team], names)}` : "";
+      const why = POINTS_WHY[b.reason]?.(b.points ?? 0) ?? "points";
+      return `${name(b.seat)} ${verb(name(b.seat), "scores", "score")} ${plural(b.points ?? 0, "point")}${team}: ${why}`;
+    }
     case "turnTimedOut":
       return `${name(b.seat)} ran out of time: the service plays their turn`;
-    case "gameEnded":
-      return `game over: ${(b.totals ?? []).join(" / ")}`;
+    case "gameEnded": {
+      const winners = (b.winners ?? []).map(name);
+      if (winners.length === 0) return "Game over: nobody wins";
+      return `Game over: ${winners.join(" and ")} ${winners.length === 1 ? verb(winners[0], "wins", "win") : "win"}`;
+    }
     case "seatJoined":
       return `${b.displayName || name(b.seat)} sat down at seat ${(b.seat ?? 0) + 1}`;
     case "seatLeft":
       return `${name(b.seat)} left${b.reason === "LEAVE_REASON_TIMEOUTS" ? " (out of time too often)" : ""}${b.bot ? `: a ${b.bot.slice(10).toLowerCase()} bot plays on` : ""}`;
     case "gameStarted":
-      return `the game starts${b.botSeats?.length ? `: bots play seat ${b.botSeats.map((s) => s + 1).join(", ")}` : ""}`;
+      return `The game starts${b.botSeats?.length ? `: bots play seat ${b.botSeats.map((s) => s + 1).join(", ")}` : ""}`;
     default:
       return kind;
   }
 }
 
 /**
- * One event in the events list, from a move's answer ("move") or the watch
- * stream ("watch"), which both carry the same events: an event is shown once
- * however many sources bring it, yet two alike in one version (a knock
- * penalty's draws) are both shown.
+ * What the round summary needs from the events: each seat's tiles left (the
+ * newest view's hand counts, less the tiles played and plus those drawn
+ * since), who played last (who went out, on a domino), and how the round
+ * ended.
+ */
+function track(e, version) {
+  const live = state.live;
+  const fresh = live && version > live.version;
+  if (e.tilePlayed) {
+    const seat = e.tilePlayed.seat ?? 0;
+    state.lastPlayer = seat;
+    if (state.linePlays >= 0) state.linePlays += 1;
+    if (fresh) live.counts[seat] = (live.counts[seat] ?? 0) - 1;
+  } else if (e.tileDrawn) {
+    if (fresh) live.counts[e.tileDrawn.seat ?? 0] = (live.counts[e.tileDrawn.seat ?? 0] ?? 0) + 1;
+  } else if (e.roundStarted) {
+    state.linePlays = 0;
+    state.lastPlayer = null;
+  } else if (e.roundEnded) {
+    const b = e.roundEnded;
+    const round = b.round ?? 0;
+    state.lastRoundEnd = {
+      round,
+      version,
+      reason: b.reason ?? "",
+      scores: b.scores ?? [],
+      winner: "winner" in b ? b.winner ?? 0 : null,
+      wentOut: b.reason === BLOCKED ? null : state.lastPlayer,
+      // (Counted only from a view of this very round: a page that came in later does not know them.)
+      counts: live && live.round === round ? [...live.counts] : null,
+    };
+    state.summaryClosed = null;
+    state.live = null;
+  }
+}
+
+/** The round tracker's starting point: the hand counts a view shows. */
+function trackView(view) {
+  if (view.status !== "GAME_STATUS_IN_PROGRESS") return;
+  state.live = {
+    round: view.round ?? 1,
+    version: Number(view.version ?? 0),
+    counts: (view.players ?? []).map((p) => p.handCount ?? 0),
+  };
+}
+
+/**
+ * One event in the "What happened" list, from a move's answer ("move") or
+ * the watch stream ("watch"), which both carry the same events: an event is
+ * shown once however many sources bring it, yet two alike in one version (a
+ * knock penalty's draws) are both shown. One turn's draws, pass and marker
+ * make one line ("Bob drew a tile and passed: their train is open to all").
  */
 function addEvent(e, source) {
   const version = Number(e.version ?? 0);
   // Pass-and-play: the list stays on screen when it is handed over, so a drawn
   // tile (in the answer to the drawer's own move) is not named there.
   const shared = Object.keys(state.tokens).length > 1;
-  const text = describe(shared && e.tileDrawn ? { ...e, tileDrawn: { seat: e.tileDrawn.seat } } : e);
-  const key = `${version}|${text}`;
+  const event = shared && e.tileDrawn ? { ...e, tileDrawn: { seat: e.tileDrawn.seat, reason: e.tileDrawn.reason } } : e;
+  const key = `${version}|${JSON.stringify(event)}`;
   const fromSource = (state.eventCounts.get(`${source}|${key}`) ?? 0) + 1;
   state.eventCounts.set(`${source}|${key}`, fromSource);
-  const shown = state.eventCounts.get(key) ?? 0;
-  if (fromSource <= shown) return;
-  state.eventCounts.set(key, shown + 1);
+  const seen = state.eventCounts.get(key) ?? 0;
+  if (fromSource <= seen) return;
+  state.eventCounts.set(key, seen + 1);
+  const kind = Object.keys(event).find((k) => k !== "version");
+  const text = describe(event); // before track(): "opened the line" counts the plays before this one
+  track(event, version);
   state.events.push({ version, text });
+  const seat = event[kind]?.seat ?? 0;
+  const top = $("events").firstElementChild;
+  const sameSeat = top && top.dataset.seat === String(seat);
+  if (kind === "turnStarted") {
+    // The players' cards say whose turn it is; a draw that ended its turn passed it on.
+    if (top?.dataset.kind === "tileDrawn" && top.dataset.version === String(version) && !sameSeat) {
+      top.textContent += " and passed";
+      top.dataset.kind = "passed";
+    }
+    return;
+  }
+  if (sameSeat && kind === "markerPlaced" && ["tileDrawn", "passed"].includes(top.dataset.kind)) {
+    const who = playerNames(state.view)[seat] ?? "";
+    top.textContent += `${top.dataset.kind === "tileDrawn" ? " and passed" : ""}: ${their(who)} train is open to all`;
+    top.dataset.kind = "markerPlaced";
+    return;
+  }
+  const plainDraw = kind === "tileDrawn" && (event.tileDrawn.reason ?? "DRAW_REASON_MOVE") === "DRAW_REASON_MOVE";
+  if (sameSeat && plainDraw && top.dataset.kind === "tileDrawn" && top.dataset.draws) {
+    // CL-DRAW-1: draw after draw until a tile fits, one line: "Ann drew 3 tiles".
+    const draws = JSON.parse(top.dataset.draws);
+    draws.push(event.tileDrawn.tile ? tileText(event.tileDrawn.tile) : "");
+    top.dataset.draws = JSON.stringify(draws);
+    top.dataset.version = String(version);
+    const who = playerNames(state.view)[seat] ?? `Seat ${seat + 1}`;
+    top.textContent = draws.every(Boolean) ? `${who} drew ${draws.join(", ")}` : `${who} drew ${draws.length} tiles`;
+    return;
+  }
+  if (sameSeat && kind === "passed" && top.dataset.kind === "tileDrawn") {
+    top.textContent += " and passed";
+    top.dataset.kind = "passed";
+    return;
+  }
   const li = document.createElement("li");
-  li.textContent = `v${version} ${text}`;
+  li.textContent = text[0].toUpperCase() + text.slice(1);
+  li.dataset.kind = kind;
+  li.dataset.seat = String(seat);
+  li.dataset.version = String(version);
+  if (plainDraw) li.dataset.draws = JSON.stringify([event.tileDrawn.tile ? tileText(event.tileDrawn.tile) : ""]);
+  if (kind === "roundEnded" || kind === "gameEnded") li.className = "milestone";
   $("events").prepend(li);
   while ($("events").children.length > 200) $("events").lastChild.remove();
 }
@@ -1354,12 +1962,14 @@ async function verify() {
   const out = $("verify-result");
   out.className = "";
   out.textContent = "verifying…";
+  $("leftovers").replaceChildren();
   try {
     const log = await api("GET", gamePath("/log"));
     const result = await verifyDeals(log, state.view, state.knownSha);
     if (result.ok) {
       out.className = "verified";
       out.textContent = `verified: ${result.rounds} deal${result.rounds === 1 ? "" : "s"} recomputed from the seed match the log and the seed's SHA-256`;
+      renderLeftovers(result.leftovers ?? []);
     } else {
       out.className = "mismatch";
       out.textContent = `mismatch: ${result.problems.join("; ")}`;
@@ -1368,6 +1978,46 @@ async function verify() {
     out.className = "mismatch";
     out.textContent = `could not verify: ${error.message}`;
   }
+}
+
+/** Every hand's tiles left at the end of each hand or round, dealt again
+ * from the seed: shown only once the deals checked out. */
+function renderLeftovers(leftovers) {
+  const box = $("leftovers");
+  box.replaceChildren();
+  if (leftovers.length === 0) return;
+  const view = state.view;
+  const names = playerNames(view);
+  const word = lowestWins(view) ? "Round" : "Hand";
+  const title = document.createElement("h3");
+  title.textContent = "Tiles left in every hand, dealt again from the seed";
+  box.append(title);
+  leftovers.forEach((ended, i) => {
+    const details = document.createElement("details");
+    details.className = "leftover";
+    details.dataset.round = String(ended.round);
+    details.open = i === leftovers.length - 1; // the last hand, open; the others a click away
+    const summary = document.createElement("summary");
+    summary.textContent = `${word} ${ended.round} (${ended.reason === BLOCKED ? "blocked" : "domino"})`;
+    const list = document.createElement("ul");
+    ended.hands.forEach((tiles, seat) => {
+      const li = document.createElement("li");
+      li.dataset.seat = String(seat);
+      const who = document.createElement("strong");
+      who.textContent = `${names[seat] ?? `Seat ${seat + 1}`}: `;
+      li.append(who);
+      if (tiles.length === 0) li.append("no tile (went out)");
+      for (const k of tiles) {
+        const [a, b] = k.split("-").map(Number);
+        li.append(tileElement({ a, b }), " ");
+      }
+      const pips = tiles.reduce((n, k) => n + k.split("-").map(Number).reduce((x, y) => x + y, 0), 0);
+      if (tiles.length) li.append(`${plural(pips, "pip")}`);
+      list.append(li);
+    });
+    details.append(summary, list);
+    box.append(details);
+  });
 }
 
 // ------------------------------------------------------------------ start
@@ -1383,4 +2033,5 @@ function route() {
 }
 
 window.addEventListener("hashchange", route);
+document.addEventListener("keydown", handKeys);
 route();

@@ -77,7 +77,10 @@ const kindOf = (event) => Object.keys(event).find((k) => k !== "version");
  * gives. `view` (optional): the caller's final GameView (hand counts, the
  * boneyard, the caller's own hand are compared too). `knownSha256`
  * (optional): the seedSha256 the game showed before it was over.
- * Returns { ok, problems: [sentence], rounds }.
+ * Returns { ok, problems: [sentence], rounds, leftovers }, where leftovers
+ * lists, for each round that ended, the tiles left in each seat's hand
+ * ({ round, reason, hands: [["a-b", ...] by seat] }): what the views never
+ * show (MT-VIS-3, CL-VIS-1), known to everyone once the seed is out.
  */
 export async function verifyDeals(log, view = null, knownSha256 = null) {
   const problems = [];
@@ -110,6 +113,7 @@ export async function verifyDeals(log, view = null, knownSha256 = null) {
   let starter = 0;
   let lastWinner = -1;
   let engineTile = null;
+  const leftovers = [];
 
   const deal = async () => {
     round += 1;
@@ -200,6 +204,7 @@ export async function verifyDeals(log, view = null, knownSha256 = null) {
       }
     } else if (kind === "roundEnded") {
       const scores = body.scores ?? [];
+      leftovers.push({ round, reason: body.reason ?? "", hands: hands.map((h) => [...h].sort(byTile)) });
       if (trains) {
         hands.forEach((h, s) => {
           let left = 0;
@@ -235,7 +240,14 @@ export async function verifyDeals(log, view = null, knownSha256 = null) {
       if (shown !== dealt) problems.push(`your hand is ${shown}, the deal leaves ${dealt}`);
     }
   }
-  return { ok: problems.length === 0, problems, rounds: round };
+  return { ok: problems.length === 0, problems, rounds: round, leftovers };
+}
+
+/** Canonical order: by the lower half, then the higher. */
+function byTile(x, y) {
+  const [a, b] = halves(x);
+  const [c, d] = halves(y);
+  return a - c || b - d;
 }
 
 function compare(x, y) {
