@@ -1,0 +1,245 @@
+"""Instructions per HTTP ApplyMove, counted under callgrind: this tree against
+another commit's, the same moves through each.
+
+    .venv/bin/python bench/instructions.py --against REF [--games 2,8] [--redis]
+
+Why: server CPU per move read by ``bench/service.py`` moves by a fifth from
+run to run on a shared 2-core VM, more than the changes it is asked to
+judge. An instruction count does not: the same program on the same input
+runs the same instructions whatever else the machine does (PYTHONHASHSEED
+is fixed, so dicts and sets lay out alike run to run).
+
+What runs: each tree's own HTTP app (``create_http_app`` over ``GameApp``),
+called in-process as uvicorn calls it (an ASGI scope, one body message),
+with the memory store, or with ``--redis`` a RedisStore on a redis-server
+this script starts. The games are 4-player one-round Mexican Train games of
+fixed seeds; every move is scripted first with the local engine (a random
+legal move, seeded) and sent as the canonical JSON body with
+``expectedVersion``, so only ApplyMove calls go through the app. Each tree
+runs the whole program twice under ``valgrind --tool=callgrind``, with the
+two game counts of ``--games``; the difference of the two counts over the
+difference of the moves is what one move costs, imports and start-up
+cancelled out. Not in it: uvicorn and httptools (the same packages for
+both trees), the kernel's work for sockets, and anything that depends on
+time (timers, the GC's pauses are in).
+
+It judges changes to the application and transport code; the service's
+targets are read by ``bench/service.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+_HERE = Path(__file__).resolve().parent
+ROOT = _HERE.parent
+# Run as a script, bench/ comes first on sys.path and bench/service.py would
+# hide the service package: the repository's root instead (a tree being
+# measured puts its own folder before it, --drive).
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.insert(0, str(ROOT))
+PYTHON = sys.executable
+#: Where each tree keeps its packages (a tree from before the packages were
+#: split keeps them at its top, which is on the path anyway).
+_PACKAGE_DIRS = ("engine/src", "api/python", "clients/python")
+
+
+# ---------------------------------------------------------------- the driver
+# (run inside a tree, under callgrind)
+
+
+async def _call(
+    app: Any, method: str, path: str, raw: bytes, token: str | None
+) -> tuple[int, bytes]:
+    headers = [
+        (b"host", b"bench"),
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(raw)).encode()),
+    ]
+    if token:
+        headers.append((b"authorization", b"Bearer " + token.encode()))
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 40000),
+        "server": ("127.0.0.1", 8080),
+        "state": {},
+    }
+    given = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": raw, "more_body": False}
+        await asyncio.Event().wait()  # (never: the app reads one message)
+        raise AssertionError
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
+
+
+async def _drive(games: int, redis_url: str | None) -> int:
+    """Play ``games`` games through the app of the tree in the current
+    folder; the number of moves."""
+    # Each tree's own modules, in its layout of the time.
+    from google.protobuf import json_format
+
+    import engine
+    from service.app import GameApp
+    from service.settings import Settings
+
+    if Path("service/http_server.py").exists():  # before issue 23's layout
+        from service.api import game_service_pb2 as pb  # type: ignore[import-not-found]
+        from service.http_server import create_http_app  # type: ignore[import-not-found]
+
+        from service import convert  # type: ignore[attr-defined]
+    else:
+        from railyard_api import convert
+        from railyard_api import game_service_pb2 as pb
+        from service.transports.http.server import create_http_app
+
+    store: Any
+    if redis_url:
+        from service.store.redis import RedisStore
+
+        store = RedisStore(redis_url, prefix=f"bench{os.getpid()}")
+    else:
+        from service.store.memory import MemoryStore
+
+        store = MemoryStore()
+    app = create_http_app(GameApp(store, Settings()))
+    rng = random.Random(7)
+    moves = 0
+    for number in range(games):
+        request = pb.CreateGameRequest(
+            ruleset=pb.Ruleset(preset="standard", rounds=1),
+            players=[pb.Player(display_name=f"p{i}") for i in range(4)],
+            seed=f"instructions-{number}",
+        )
+        body = json.dumps(json_format.MessageToDict(request)).encode()
+        status, answer = await _call(app, "POST", "/v1/games", body, None)
+        if status != 200:
+            raise RuntimeError(f"CreateGame: {status} {answer[:200]!r}")
+        created = json.loads(answer)
+        path = f"/v1/games/{created['game']['gameId']}/moves"
+        tokens = {seat.get("seat", 0): seat["token"] for seat in created["seats"]}
+        local = engine.new_game(convert.ruleset_from_proto(request.ruleset), 4, request.seed)
+        while not local.over:
+            seat = local.current_seat
+            move = rng.choice(local.legal_moves())
+            body = json.dumps(
+                {
+                    "move": json_format.MessageToDict(convert.move_to_proto(move)),
+                    "expectedVersion": str(local.version),
+                },
+                separators=(",", ":"),
+            ).encode()
+            local.apply(move, seat=seat)
+            status, answer = await _call(app, "POST", path, body, tokens[seat])
+            if status != 200:
+                raise RuntimeError(f"ApplyMove: {status} {answer[:200]!r}")
+            moves += 1
+    return moves
+
+
+# ---------------------------------------------------------------- the bench
+
+
+def _counted(tree: Path, games: int, redis_url: str | None) -> tuple[int, int]:
+    """(instructions, moves) of the driver in ``tree`` over ``games`` games."""
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    env["PYTHONPATH"] = os.pathsep.join(str(tree / d) for d in _PACKAGE_DIRS)
+    argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", PYTHON]
+    argv += [str(Path(__file__).resolve()), "--drive", str(games)]
+    if redis_url:
+        argv += ["--redis-url", redis_url]
+    done = subprocess.run(argv, cwd=tree, env=env, capture_output=True, text=True, check=False)
+    collected = re.search(r"Collected : (\d+)", done.stderr)
+    played = re.search(r"^moves (\d+)$", done.stdout, re.MULTILINE)
+    if done.returncode or not collected or not played:
+        raise RuntimeError(f"{tree}: {done.stderr[-800:]}")
+    return int(collected.group(1)), int(played.group(1))
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--against", help="the commit to compare with")
+    parser.add_argument("--games", default="2,8", help="the two game counts (default 2,8)")
+    parser.add_argument("--redis", action="store_true", help="a RedisStore (else memory)")
+    parser.add_argument("--drive", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--redis-url", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.drive is not None:
+        sys.path.insert(0, os.getcwd())  # the tree's own service package
+        gc.set_threshold(10_000, 10, 10)  # as `railyard serve` runs
+        print(f"moves {asyncio.run(_drive(args.drive, args.redis_url))}")
+        return 0
+    if not args.against:
+        parser.error("--against REF is required")
+    if shutil.which("valgrind") is None:
+        print("valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
+        return 2
+    few, many = (int(n) for n in args.games.split(","))
+    from bench.service import checkout, free_port
+
+    with tempfile.TemporaryDirectory(prefix="railyard-instructions-") as work:
+        print(f"building {args.against} ...", flush=True)
+        trees = {"ours": ROOT, args.against: checkout(args.against, Path(work))}
+        redis: subprocess.Popen[bytes] | None = None
+        redis_url = None
+        if args.redis:
+            port = free_port()
+            redis = subprocess.Popen(
+                ["redis-server", "--port", str(port), "--save", "", "--appendonly", "no"],
+                stdout=subprocess.DEVNULL,
+            )
+            redis_url = f"redis://127.0.0.1:{port}/0"
+        try:
+            per_move = {}
+            for name, tree in trees.items():
+                # Both counts at once, one core each (the counts do not
+                # depend on what else runs).
+                with ThreadPoolExecutor(2) as pool:
+                    (low, low_moves), (high, high_moves) = pool.map(
+                        lambda games, tree=tree: _counted(tree, games, redis_url), (few, many)
+                    )
+                per_move[name] = (high - low) / (high_moves - low_moves)
+                print(f"{name}: {per_move[name] / 1000:,.1f}k instructions a move", flush=True)
+        finally:
+            if redis is not None:
+                redis.terminate()
+                redis.wait(10)
+    ratio = per_move["ours"] / per_move[args.against]
+    print(f"ours / {args.against}, instructions an HTTP move: {ratio:.3f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
