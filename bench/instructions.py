@@ -52,9 +52,6 @@ ROOT = _HERE.parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.insert(0, str(ROOT))
 PYTHON = sys.executable
-#: Where each tree keeps its packages (a tree from before the packages were
-#: split keeps them at its top, which is on the path anyway).
-_PACKAGE_DIRS = ("engine/src", "api/python", "clients/python")
 
 
 # ---------------------------------------------------------------- the driver
@@ -174,8 +171,10 @@ async def _drive(games: int, redis_url: str | None) -> int:
 
 def _counted(tree: Path, games: int, redis_url: str | None) -> tuple[int, int]:
     """(instructions, moves) of the driver in ``tree`` over ``games`` games."""
+    from bench.service import TREE_PACKAGES  # (not in --drive: it imports the engine)
+
     env = {**os.environ, "PYTHONHASHSEED": "0"}
-    env["PYTHONPATH"] = os.pathsep.join(str(tree / d) for d in _PACKAGE_DIRS)
+    env["PYTHONPATH"] = os.pathsep.join(str(tree / d) for d in TREE_PACKAGES)
     argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", PYTHON]
     argv += [str(Path(__file__).resolve()), "--drive", str(games)]
     if redis_url:

@@ -97,7 +97,7 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 import urllib.request  # noqa: E402
 from collections import Counter, defaultdict  # noqa: E402
-from collections.abc import Callable, Iterator, Sequence  # noqa: E402
+from collections.abc import Callable, Iterator, Mapping, Sequence  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from multiprocessing.queues import Queue  # noqa: E402
 from multiprocessing.sharedctypes import Synchronized  # noqa: E402
@@ -243,8 +243,9 @@ class Processes:
         stdout: int | None = None,
         stderr: int | None = None,
         cwd: Path = ROOT,
+        env: Mapping[str, str] | None = None,
     ) -> subprocess.Popen[bytes]:
-        proc = subprocess.Popen(list(argv), cwd=cwd, stdout=stdout, stderr=stderr)
+        proc = subprocess.Popen(list(argv), cwd=cwd, stdout=stdout, stderr=stderr, env=env)
         self._procs.append(proc)
         return proc
 
@@ -374,7 +375,13 @@ def start_server(
         argv += ["--workers", str(workers)]
         argv += ["--grpc-port", str(grpc_port), "--http-port", str(http_port)]
         argv += ["--redis-url", redis_url, "--log-level", "warning"]
-    proc = procs.start([*pin.server, *argv], stdout=subprocess.DEVNULL, cwd=root)
+    env = None
+    if root != ROOT:
+        # The other tree's own packages: this venv's editable installs point
+        # at this checkout's engine and railyard_api, and a tree laid out in
+        # packages (engine/src, api/python) is not found from its folder.
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(root / d) for d in TREE_PACKAGES)}
+    proc = procs.start([*pin.server, *argv], stdout=subprocess.DEVNULL, cwd=root, env=env)
     server = Server(kind, proc, grpc_port, http_port, cprofile_out)
 
     def up() -> bool:
@@ -1408,6 +1415,11 @@ def verdict(rows: Sequence[tuple[Load, Load]]) -> tuple[list[str], bool]:
             f"(range {min(ratios):.2f}-{max(ratios):.2f}x)"
         )
     return lines, ok
+
+
+#: Where a tree keeps its packages since they were split (one from before
+#: keeps them at its top, which ``python -m`` from its folder finds).
+TREE_PACKAGES: Final = ("engine/src", "api/python", "clients/python")
 
 
 def checkout(ref: str, work: Path) -> Path:
