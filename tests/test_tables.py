@@ -572,30 +572,42 @@ def test_spectators_none_are_refused_and_a_delay_holds_the_view_back(
 # ------------------------------------------------------------ timeouts
 
 
-def test_a_person_out_of_time_max_timeouts_times_in_a_row_is_replaced_by_the_bot(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.fixture
+def past_every_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
     """The turn timer's clock is the store's ``now_ms``, read by the
     service's turns: moved past every deadline here, so no test waits."""
     import service.app.turns as turns
 
     monkeypatch.setattr(turns, "now_ms", lambda: 2**62)
 
+
+@asynccontextmanager
+async def timed_table(**table: Any) -> AsyncIterator[tuple[GameApp, str, dict[int, str]]]:
+    """A Block table of two people, 60 s a turn, a seat given to the bot
+    after two timeouts in a row (``table``: more TableSettings): the app,
+    the game's id and each seat's token."""
+    store = make_store("memory", None)
+    app = GameApp(store, Settings(rate_limit=0))
+    try:
+        created = await app.create_game(
+            pb.CreateGameRequest(
+                ruleset=pb.Ruleset(preset="block"),
+                players=[pb.Player(display_name="A"), pb.Player(display_name="B")],
+                turn_timeout_seconds=60,
+                table=pb.TableSettings(max_timeouts=2, **table),
+            ),
+            Caller(),
+        )
+        yield app, created.game.game_id, {s.seat: s.token for s in created.seats}
+    finally:
+        app.close()
+        await store.close()
+
+
+@pytest.mark.usefixtures("past_every_deadline")
+def test_a_person_out_of_time_max_timeouts_times_in_a_row_is_replaced_by_the_bot() -> None:
     async def main() -> None:
-        store = make_store("memory", None)
-        app = GameApp(store, Settings(rate_limit=0))
-        try:
-            created = await app.create_game(
-                pb.CreateGameRequest(
-                    ruleset=pb.Ruleset(preset="block"),
-                    players=[pb.Player(display_name="A"), pb.Player(display_name="B")],
-                    turn_timeout_seconds=60,
-                    table=pb.TableSettings(max_timeouts=2, bot_level=pb.BOT_LEVEL_RANDOM),
-                ),
-                Caller(),
-            )
-            game_id = created.game.game_id
-            tokens = {s.seat: s.token for s in created.seats}
+        async with timed_table(bot_level=pb.BOT_LEVEL_RANDOM) as (app, game_id, tokens):
             for _ in range(4):  # each seat out of time twice in a row
                 await app.advance(game_id)
             log = await app.get_game_log(game_id, Caller())
@@ -610,33 +622,14 @@ def test_a_person_out_of_time_max_timeouts_times_in_a_row_is_replaced_by_the_bot
                 with pytest.raises(ServiceError) as refused:
                     await app.get_game(game_id, Caller(token=token))
                 assert refused.value.reason == "BAD_SEAT_TOKEN"
-        finally:
-            app.close()
-            await store.close()
 
     asyncio.run(main())
 
 
-def test_a_move_of_their_own_resets_a_persons_timeouts(monkeypatch: pytest.MonkeyPatch) -> None:
-    import service.app.turns as turns
-
-    monkeypatch.setattr(turns, "now_ms", lambda: 2**62)
-
+@pytest.mark.usefixtures("past_every_deadline")
+def test_a_move_of_their_own_resets_a_persons_timeouts() -> None:
     async def main() -> None:
-        store = make_store("memory", None)
-        app = GameApp(store, Settings(rate_limit=0))
-        try:
-            created = await app.create_game(
-                pb.CreateGameRequest(
-                    ruleset=pb.Ruleset(preset="block"),
-                    players=[pb.Player(display_name="A"), pb.Player(display_name="B")],
-                    turn_timeout_seconds=60,
-                    table=pb.TableSettings(max_timeouts=2),
-                ),
-                Caller(),
-            )
-            game_id = created.game.game_id
-            tokens = {s.seat: s.token for s in created.seats}
+        async with timed_table() as (app, game_id, tokens):
             rng = random.Random(2)
 
             async def move_current() -> None:
@@ -655,9 +648,6 @@ def test_a_move_of_their_own_resets_a_persons_timeouts(monkeypatch: pytest.Monke
             await app.advance(game_id)  # X out of time: once in a row, not twice
             log = await app.get_game_log(game_id, Caller())
             assert not [e for e in log.events if e.WhichOneof("kind") == "seat_left"]
-        finally:
-            app.close()
-            await store.close()
 
     asyncio.run(main())
 
@@ -769,28 +759,10 @@ def test_a_watcher_of_a_waiting_table_hears_the_seats_fill_and_the_start(
     asyncio.run(main())
 
 
-def test_another_persons_move_keeps_a_seats_timeouts_in_a_row(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import service.app.turns as turns
-
-    monkeypatch.setattr(turns, "now_ms", lambda: 2**62)
-
+@pytest.mark.usefixtures("past_every_deadline")
+def test_another_persons_move_keeps_a_seats_timeouts_in_a_row() -> None:
     async def main() -> None:
-        store = make_store("memory", None)
-        app = GameApp(store, Settings(rate_limit=0))
-        try:
-            created = await app.create_game(
-                pb.CreateGameRequest(
-                    ruleset=pb.Ruleset(preset="block"),
-                    players=[pb.Player(display_name="A"), pb.Player(display_name="B")],
-                    turn_timeout_seconds=60,
-                    table=pb.TableSettings(max_timeouts=2),
-                ),
-                Caller(),
-            )
-            game_id = created.game.game_id
-            tokens = {s.seat: s.token for s in created.seats}
+        async with timed_table() as (app, game_id, tokens):
             late = (await app.get_game(game_id, Caller()))["current_seat"]
             await app.advance(game_id)  # X out of time once
             other = Caller(token=tokens[1 - late])
@@ -802,9 +774,6 @@ def test_another_persons_move_keeps_a_seats_timeouts_in_a_row(
             log = await app.get_game_log(game_id, Caller())
             lefts = [e.seat_left.seat for e in log.events if e.WhichOneof("kind") == "seat_left"]
             assert lefts == [late]
-        finally:
-            app.close()
-            await store.close()
 
     asyncio.run(main())
 
