@@ -29,16 +29,18 @@ also saved as docs/web-table/<game>.png, the pictures of docs/web-table.md.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from PIL import Image
 
+from tests.test_web_a11y import assert_accessible
 from tests.test_web_table import (
     ARTIFACTS,
     MAX_MOVES,
@@ -54,7 +56,6 @@ from tests.test_web_table import (
     service,
     tile_key,
 )
-from tests.web_shots import small_png
 
 DESK = {"width": 1400, "height": 1000}
 PHONE = {"width": 412, "height": 915}
@@ -310,21 +311,6 @@ def check_board(page: Any, view: dict[str, Any]) -> dict[str, Any]:
     return board
 
 
-#: axe-core as axe-playwright-python bundles it (a dev dependency): nothing from a CDN.
-AXE_JS = (resources.files("axe_playwright_python") / "axe.min.js").read_text(encoding="utf-8")
-SERIOUS_JS = """async () => (await axe.run(document, { resultTypes: ["violations"] })).violations
-  .filter(v => v.impact === "serious" || v.impact === "critical")
-  .map(v => ({ id: v.id, nodes: v.nodes.map(n => n.target.join(" ")).slice(0, 3) }))"""
-
-
-def check_axe(page: Any) -> None:
-    """No serious or critical axe-core violation on the page as it is (a
-    tile chosen, its targets shown)."""
-    page.evaluate(AXE_JS)  # (by the DevTools protocol: the page's CSP does not apply)
-    violations = page.evaluate(SERIOUS_JS)
-    assert not violations, violations
-
-
 REDUCED_MOTION_JS = """() => {
   const tile = document.querySelector("#board .tile");
   tile.classList.add("arrive");
@@ -348,7 +334,7 @@ def check_phone_and_motion(page: Any, game: Game, view: dict[str, Any]) -> None:
     width = page.evaluate("() => document.documentElement.scrollWidth")
     assert width <= PHONE["width"], f"the page is {width} px wide on a {PHONE['width']} px phone"
     check_board(page, view)
-    check_axe(page)
+    assert_accessible(page, "phone")
     page.screenshot(
         path=str(ARTIFACTS / f"board-{game.slug}-phone.png"), full_page=True, animations="disabled"
     )
@@ -369,7 +355,8 @@ def check_phone_and_motion(page: Any, game: Game, view: dict[str, Any]) -> None:
 
 def docs_shot(page: Any, game: Game) -> None:
     """The board and the hand below it, for docs/web-table.md, in 256
-    colours (tests/web_shots.py)."""
+    colours: a person cannot tell them from the screenshot's on a page of
+    the docs, at a fraction of its size."""
     DOCS_SHOTS.mkdir(parents=True, exist_ok=True)
     board = page.locator("#board").bounding_box()
     hand = page.locator("#hand-area").bounding_box()
@@ -384,7 +371,8 @@ def docs_shot(page: Any, game: Game) -> None:
     }
     png = page.screenshot(full_page=True, animations="disabled", clip=clip)
     path = DOCS_SHOTS / f"{game.slug}.png"
-    path.write_bytes(small_png(page, png))
+    with Image.open(io.BytesIO(png)) as picture:
+        picture.convert("RGB").quantize(256).save(path, optimize=True)
     size = path.stat().st_size
     assert size <= DOCS_SHOT_MAX_BYTES, f"{path} is {size} bytes"
     print(f"\ndocs picture: {path} ({size} bytes)")
@@ -485,7 +473,7 @@ def play_game(url: str, game: Game) -> None:
                 page.screenshot(path=str(shot("mid-game")), full_page=True, animations="disabled")
                 if os.environ.get("RAILYARD_DOCS_SHOTS") == "1":
                     docs_shot(page, game)
-                check_axe(page)
+                assert_accessible(page, f"{game.slug} mid-game, a tile chosen")
                 check_phone_and_motion(page, game, view)
             click_a_move(page, page.evaluate(STATE_JS))
         else:
