@@ -130,7 +130,7 @@ class Settings(BaseSettings):
     #: A client holding more watches opens more connections. Each open stream
     #: holds tens of KiB in grpc's core: half-open streams on every allowed
     #: connection must fit the replica's memory.
-    grpc_max_streams: int = Field(32, ge=1)
+    grpc_max_streams: int = Field(16, ge=1)
     #: Seconds a gRPC connection lives (grpc.max_connection_age_ms) before
     #: the server ends it with GOAWAY; its calls then have
     #: ``grpc_connection_age_grace`` seconds to finish (a watch resumes on a new

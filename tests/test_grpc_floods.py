@@ -877,25 +877,7 @@ def took_effect(tally: Tally) -> bool:
 
 @pytest.mark.slow
 @pytest.mark.flood
-@pytest.mark.parametrize(
-    "attack",
-    [
-        pytest.param(
-            name,
-            # Not met reliably: on this 2-core machine grpc.aio (32 streams a
-            # connection, overload protection on) keeps the outside client's
-            # p99 under the bound in most runs, but not in all, and a run
-            # over it is sometimes followed by a retry over it too (the
-            # readings: ADR 0002). grpcio has no setting that ends a
-            # rapid-reset connection. Still run, and reported XPASS when it
-            # holds (issue 23 stays open for it).
-            marks=pytest.mark.xfail(reason="rapid reset: p99 over 100 ms in some runs"),
-        )
-        if name == "rapid_reset"
-        else name
-        for name in ATTACKS
-    ],
-)
+@pytest.mark.parametrize("attack", list(ATTACKS))
 def test_an_http2_flood_keeps_play_fast_and_memory_bounded(
     tmp_path: Path, redis_url: str, attack: str
 ) -> None:

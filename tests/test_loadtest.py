@@ -248,7 +248,7 @@ def test_http_connections_are_accepted_with_tcp_nodelay() -> None:
 def test_more_players_than_a_connection_takes_are_never_refused(
     tmp_path: Path, redis_url: str
 ) -> None:
-    """48 players in one process over gRPC, more than the 32 calls a
+    """48 players in one process over gRPC, more than the 16 calls a
     connection carries at once (--grpc-max-streams): each client has a
     connection of its own, so none of their calls is refused. (When the
     clients shared one, 122 of 160 games were abandoned on UNAVAILABLE at

@@ -129,7 +129,10 @@ async def instance(redis_url: str) -> AsyncIterator[Instance]:
         stack.push_async_callback(store.close)
         # Games of bots only played by CreateGame (API.md Bots): this
         # instance runs no background player.
-        app = GameApp(store, Settings(rate_limit=0, bots_only="request"))
+        # The races below put 25 calls on one connection at once, past the
+        # default cap of 16 (a client that does so has some refused: ADR 0002).
+        settings = Settings(rate_limit=0, bots_only="request", grpc_max_streams=64)
+        app = GameApp(store, settings)
         server, port = create_grpc_server(app, "127.0.0.1", 0)
         await server.start()
         stack.push_async_callback(server.stop, None)

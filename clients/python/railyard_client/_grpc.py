@@ -16,7 +16,7 @@ from railyard_client.errors import from_grpc
 
 #: Each client its own connection. grpc's channels to one address otherwise
 #: share one HTTP/2 connection in the process, and the service takes only
-#: so many calls at once on a connection (32 by default, --grpc-max-streams):
+#: so many calls at once on a connection (16 by default, --grpc-max-streams):
 #: many clients in one program (railyard-loadtest's players, a platform's
 #: games) would queue on it and, past the cap, have calls refused with
 #: UNAVAILABLE.
