@@ -87,7 +87,7 @@ lock: $(STAMP)
 	  && rm $(VENV)/requirements.lock.new || mv $(VENV)/requirements.lock.new requirements.lock
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict engine/src/engine engine/setup.py api/python/railyard_api service \
+	$(BIN)/mypy --strict engine/src/engine engine/src/railyard engine/setup.py api/python/railyard_api service \
 	  clients/python/railyard_client bench
 
 unit: $(ENGINE_BUILT)
@@ -95,10 +95,10 @@ unit: $(ENGINE_BUILT)
 	./scripts/install-node
 	./scripts/install-chromium
 	./scripts/install-wrk
-	$(BIN)/pytest -n 2 -m 'not flood' --doctest-modules engine/src/engine tests \
+	$(BIN)/pytest -n 2 -m 'not flood' --doctest-modules engine/src/engine engine/src/railyard tests \
 	  clients/python/railyard_client
 	$(BIN)/pytest -m flood tests/test_grpc_floods.py
-	RAILYARD_ENGINE=pure $(BIN)/pytest -n 2 --doctest-modules engine/src/engine $(ENGINE_TESTS)
+	RAILYARD_ENGINE=pure $(BIN)/pytest -n 2 --doctest-modules engine/src/engine engine/src/railyard $(ENGINE_TESTS)
 
 ## bench: the engine benchmark (ratios against a baseline measured in the same run)
 bench: $(ENGINE_BUILT)
