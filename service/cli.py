@@ -7,7 +7,12 @@
   e.g. ``railyard arena --bots expert,greedy,greedy,greedy --games 100
   --jobs 2``; prints per bot level the rounds won share with its 95%
   interval, the mean round score and game total, and decision times
-  (``engine/arena.py`` says how each figure is computed).
+  (``engine/arena.py`` says how each figure is computed); ``--duplicate``
+  plays each deal once per seating and compares the bots deal by deal.
+* ``railyard ladder``: a pool of bots (levels, ``module:function`` bots,
+  remote programs through the API) rated with openskill on duplicate deals,
+  e.g. ``railyard ladder --bots random,greedy,mybot:choose --deals 20``
+  (``service/ladder/pool.py`` says how tables are chosen and bots rated).
 
 Playing in the terminal and load tests are a client's work:
 ``railyard-play`` and ``railyard-loadtest``, from the Python client
@@ -127,57 +132,92 @@ def _option_value(text: str) -> Any:
         return text.strip()
 
 
-def _in_pool(pool: Executor) -> Callable[[Callable[[int], Any], Iterable[int]], Iterator[Any]]:
+def _in_pool(pool: Executor) -> Callable[[Callable[[Any], Any], Iterable[Any]], Iterator[Any]]:
     """A ``map`` over ``pool`` that yields each result as soon as it is done."""
 
-    def mapper(job: Callable[[int], Any], items: Iterable[int]) -> Iterator[Any]:
+    def mapper(job: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
         futures = [pool.submit(job, i) for i in items]
-        return (f.result() for f in as_completed(futures))
+        try:
+            for future in as_completed(futures):
+                yield future.result()
+        finally:
+            # A failed game (a bot's error) stops the run: the games not yet
+            # started are dropped, not played to no purpose.
+            for future in futures:
+                future.cancel()
 
     return mapper
 
 
-def _arena(args: argparse.Namespace, write: Write = print) -> int:
-    from engine.arena import ArenaConfig, report, run
+def _rules(args: argparse.Namespace) -> engine.Rules:
+    """The ruleset of ``--game``, ``--preset``, ``--option`` and ``--rounds``."""
+    options = {}
+    for item in args.option:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--option {item!r}: write name=value")
+        options[name.strip()] = _option_value(value)
+    if args.rounds:
+        options["rounds"] = args.rounds
+    return engine.ruleset(args.preset or None, args.game or None, **options)
 
-    bots = tuple(b.strip() for b in args.bots.split(",") if b.strip())
+
+def _bot_list(text: str) -> tuple[str, ...]:
+    return tuple(b.strip() for b in text.split(",") if b.strip())
+
+
+def _progress(what: str, total: int) -> Callable[[int, int], None]:
+    """A progress line on stderr (the table goes to stdout, which can be
+    redirected alone): rewritten in place on a terminal, else every 5%."""
+    start = time.perf_counter()
+    tty = sys.stderr.isatty()
+    step = max(1, total // 20)
+
+    def progress(done: int, total: int) -> None:
+        if not tty and done % step and done != total:
+            return
+        elapsed = time.perf_counter() - start
+        left = elapsed / done * (total - done)
+        line = f"{what}: {done}/{total} games, {elapsed:.0f} s, about {left:.0f} s left"
+        print(f"\r{line}" if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
+        if tty and done == total:
+            print(file=sys.stderr)
+
+    return progress
+
+
+def _fail(command: str, exc: Exception) -> None:
+    # On a terminal the progress line is still open: the error starts a line of its own.
+    start = "\n" if sys.stderr.isatty() else ""
+    print(f"{start}railyard {command}: {exc}", file=sys.stderr)
+
+
+def _arena(args: argparse.Namespace, write: Write = print) -> int:
+    from engine.arena import ArenaConfig, BotError, report, run
+    from service.ladder.module_bots import is_module_bot, module_bot
+
+    bots = _bot_list(args.bots)
     try:
-        options = {}
-        for item in args.option:
-            name, sep, value = item.partition("=")
-            if not sep:
-                raise ValueError(f"--option {item!r}: write name=value")
-            options[name.strip()] = _option_value(value)
-        if args.rounds:
-            options["rounds"] = args.rounds
-        rules = engine.ruleset(args.preset or None, args.game or None, **options)
-        config = ArenaConfig(bots, rules, args.games, args.seed, args.budget)
+        rules = _rules(args)
+        maker = module_bot if any(is_module_bot(b) for b in bots) else None
+        config = ArenaConfig(bots, rules, args.games, args.seed, args.budget, args.duplicate, maker)
     except (engine.RailyardError, ValueError) as exc:
         print(f"railyard arena: {exc}", file=sys.stderr)
         return 2
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     start = time.perf_counter()
-    tty = sys.stderr.isatty()
-    step = max(1, config.games // 20)
-
-    def progress(done: int, total: int) -> None:
-        # Progress goes to stderr, the table to stdout (it can be redirected alone).
-        if not tty and done % step and done != total:
-            return
-        elapsed = time.perf_counter() - start
-        left = elapsed / done * (total - done)
-        line = f"arena: {done}/{total} games, {elapsed:.0f} s, about {left:.0f} s left"
-        print(f"\r{line}" if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
-
-    if args.jobs > 1:
-        # spawn: a fresh interpreter per worker, whatever this process has imported.
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(args.jobs, mp_context=context) as pool:
-            records = run(config, clock=clock, progress=progress, mapper=_in_pool(pool))
-    else:
-        records = run(config, clock=clock, progress=progress)
-    if tty:
-        print(file=sys.stderr)
+    progress = _progress("arena", config.games)
+    try:
+        if args.jobs > 1:
+            # spawn: a fresh interpreter per worker, whatever this process has imported.
+            context = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(args.jobs, mp_context=context) as pool:
+                records = run(config, clock=clock, progress=progress, mapper=_in_pool(pool))
+        else:
+            records = run(config, clock=clock, progress=progress)
+    except BotError as exc:
+        _fail("arena", exc)
+        return 1
     write(report(config, records))
     write(
         f"{time.perf_counter() - start:.0f} s wall, {args.jobs} job(s); decision times: "
@@ -190,9 +230,36 @@ def _arena_options(target: argparse.ArgumentParser) -> None:
     target.add_argument(
         "--bots",
         default="greedy,random,random,random",
-        help="one level per seat, comma-separated: random, greedy, expert "
-        "(default greedy,random,random,random); seats rotate every game",
+        help="one bot per seat, comma-separated: a level (random, greedy, expert) or a "
+        "module:function bot, railyard-bot --module's contract (default "
+        "greedy,random,random,random); seats rotate every game",
     )
+    target.add_argument(
+        "--duplicate",
+        action="store_true",
+        help="play each deal once per seating of the bots (every bot in every seat of the "
+        "same deal; --games must be a multiple of the seatings) and compare them deal by deal",
+    )
+    _rules_options(target)
+    target.add_argument("--games", type=int, default=40, help="games to play (default 40)")
+    target.add_argument(
+        "--seed",
+        default="arena",
+        help="game g is dealt from SEED:g (--duplicate: deal d from SEED:d)",
+    )
+    target.add_argument(
+        "--budget", type=int, default=None, help="expert budget in playout moves (default 2500)"
+    )
+    target.add_argument("--jobs", type=int, default=1, help="processes (default 1)")
+    target.add_argument(
+        "--clock",
+        choices=["wall", "cpu"],
+        default="wall",
+        help="time decisions by the wall clock (default) or the process's CPU time",
+    )
+
+
+def _rules_options(target: argparse.ArgumentParser) -> None:
     target.add_argument(
         "--game", default="", choices=sorted(engine.GAMES), help="played by its own preset"
     )
@@ -207,18 +274,121 @@ def _arena_options(target: argparse.ArgumentParser) -> None:
         help="override a ruleset option (repeatable), e.g. --option mexican_trains=2",
     )
     target.add_argument("--rounds", type=int, default=0, help="rounds a game (default: all)")
-    target.add_argument("--games", type=int, default=40, help="games to play (default 40)")
-    target.add_argument("--seed", default="arena", help="game g is dealt from SEED:g")
+
+
+# ------------------------------------------------------------------ ladder
+
+
+def _ladder(args: argparse.Namespace, write: Write = print) -> int:
+    import json
+    import shutil
+
+    from engine.arena import BotError
+    from service.ladder.pool import LadderConfig, RemoteBot, rate, report, run, schedule, to_json
+    from service.ladder.remote import RemoteGameError, railyard_bot
+
+    try:
+        rules = _rules(args)
+        remotes = tuple(RemoteBot.parse(text) for text in args.remote)
+        for remote in remotes:
+            if shutil.which(remote.argv[0]) is None:
+                raise ValueError(f"--remote {remote.name}: no program {remote.argv[0]!r} found")
+        if remotes and any(":" in bot for bot in _bot_list(args.bots)):
+            railyard_bot()  # which plays module bots' seats through the service
+        # A team preset seats four (CL-TEAM-1); any other game two, unless told.
+        players = args.players or (4 if getattr(rules, "teams", False) else 2)
+        config = LadderConfig(
+            _bot_list(args.bots),
+            rules,
+            players,
+            args.deals,
+            args.seed,
+            args.budget,
+            remotes,
+            args.url,
+            args.turn_timeout,
+            args.game_timeout,
+        )
+    except (engine.RailyardError, ValueError, RemoteGameError) as exc:
+        print(f"railyard ladder: {exc}", file=sys.stderr)
+        return 2
+    start = time.perf_counter()
+    progress = _progress("ladder", len(schedule(config)))
+    try:
+        if args.jobs > 1:
+            # spawn: a fresh interpreter per worker, whatever this process has imported.
+            context = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(args.jobs, mp_context=context) as pool:
+                games = run(config, mapper=_in_pool(pool), remote_jobs=args.jobs, progress=progress)
+        else:
+            games = run(config, progress=progress)
+    except (BotError, RemoteGameError) as exc:
+        _fail("ladder", exc)
+        return 1
+    ladder = rate(config, games)
+    write(json.dumps(to_json(ladder), indent=2) if args.json else report(ladder))
+    # On stderr: stdout is the same for the same arguments.
+    print(f"ladder: {time.perf_counter() - start:.0f} s wall, {args.jobs} job(s)", file=sys.stderr)
+    return 0
+
+
+def _ladder_options(target: argparse.ArgumentParser) -> None:
+    target.add_argument(
+        "--bots",
+        default="random,greedy,expert",
+        help="the pool, comma-separated: levels (random, greedy, expert) and module:function "
+        "bots (railyard-bot --module's contract); default random,greedy,expert",
+    )
+    target.add_argument(
+        "--remote",
+        action="append",
+        default=[],
+        metavar="NAME=COMMAND",
+        help="a remote bot joins the pool (repeatable): COMMAND is run once per seat it "
+        "holds, without a shell, with {url}, {game}, {token} and {seat} filled in, e.g. "
+        "'mine=railyard-bot --url {url} --game {game} --token={token} --module mybot:choose'",
+    )
+    target.add_argument(
+        "--url", default="", help="the service remote bots play through (e.g. http://host:8080)"
+    )
+    _rules_options(target)
+    target.add_argument(
+        "--players",
+        type=_positive(int),
+        default=None,
+        help="players a table (default 2; 4 for a team preset, a bot per team)",
+    )
+    target.add_argument(
+        "--deals",
+        type=_positive(int),
+        default=10,
+        help="deals, each played at every table in every seating (default 10)",
+    )
+    target.add_argument("--seed", default="ladder", help="deal d is dealt from SEED:d")
     target.add_argument(
         "--budget", type=int, default=None, help="expert budget in playout moves (default 2500)"
     )
-    target.add_argument("--jobs", type=int, default=1, help="processes (default 1)")
     target.add_argument(
-        "--clock",
-        choices=["wall", "cpu"],
-        default="wall",
-        help="time decisions by the wall clock (default) or the process's CPU time",
+        "--jobs",
+        type=_positive(int),
+        default=1,
+        help="processes for the games on the engine, and games through the service at once "
+        "(default 1)",
     )
+    target.add_argument(
+        "--turn-timeout",
+        type=int,
+        default=30,
+        help="seconds a remote bot has for a move before the service plays it as greedy "
+        "(default 30; 0: no timer)",
+    )
+    target.add_argument(
+        "--game-timeout",
+        type=float,
+        default=600.0,
+        help="seconds a game through the service may take before the ladder stops (default 600)",
+    )
+    target.add_argument("--json", action="store_true", help="print the ladder as JSON")
 
 
 # ------------------------------------------------------------------ main
@@ -389,7 +559,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--grpc-max-streams",
         type=int,
         default=None,
-        help="streams one gRPC connection may open at once (RAILYARD_GRPC_MAX_STREAMS, 32)",
+        help="streams one gRPC connection may open at once (RAILYARD_GRPC_MAX_STREAMS, 16)",
     )
     serve.add_argument(
         "--grpc-max-connection-age",
@@ -439,11 +609,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "RAILYARD_WEBHOOK_TENANT_CONCURRENCY (4) to one tenant (RAILYARD_WEBHOOK_CONCURRENCY, 16)",
     )
     _arena_options(sub.add_parser("arena", help="bots against bots on the engine alone"))
+    _ladder_options(
+        sub.add_parser("ladder", help="rate a pool of bots on duplicate deals (openskill)")
+    )
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args)
     if args.command == "arena":
         return _arena(args)
+    if args.command == "ladder":
+        return _ladder(args)
     parser.print_help()
     return 2
 
