@@ -23,6 +23,15 @@ cancelled out. Not in it: uvicorn and httptools (the same packages for
 both trees), the kernel's work for sockets, and anything that depends on
 time (timers, the GC's pauses are in).
 
+With ``--server`` it counts a whole ``railyard serve --workers 1``
+process instead, over Redis, the moves sent over loopback HTTP by
+``--clients`` connections at once (each its share of the games, one move
+at a time): uvicorn, httptools, the connection limits, the event loop, the
+gRPC server beside it and the store's client are in the count; the
+kernel's socket work is not. Same scripted moves, same seeds, both trees
+served by this venv's packages but their own ``service``, engine and
+``railyard_api``.
+
 It judges changes to the application and transport code; the service's
 targets are read by ``bench/service.py``.
 """
@@ -32,14 +41,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import http.client
 import json
 import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -187,11 +199,138 @@ def _counted(tree: Path, games: int, redis_url: str | None) -> tuple[int, int]:
     return int(collected.group(1)), int(played.group(1))
 
 
+# ----------------------------------------------------- --server: a whole process
+
+
+def _scripts(games: int) -> list[tuple[bytes, list[tuple[int, bytes]]]]:
+    """Each game's CreateGame body and its moves (seat, ApplyMove body), the
+    same games and moves as ``_drive`` plays, scripted with this tree's engine."""
+    from google.protobuf import json_format
+
+    import engine
+    from railyard_api import convert
+    from railyard_api import game_service_pb2 as pb
+
+    rng = random.Random(7)
+    out = []
+    for number in range(games):
+        request = pb.CreateGameRequest(
+            ruleset=pb.Ruleset(preset="standard", rounds=1),
+            players=[pb.Player(display_name=f"p{i}") for i in range(4)],
+            seed=f"instructions-{number}",
+        )
+        local = engine.new_game(convert.ruleset_from_proto(request.ruleset), 4, request.seed)
+        moves = []
+        while not local.over:
+            seat = local.current_seat
+            move = rng.choice(local.legal_moves())
+            body = {
+                "move": json_format.MessageToDict(convert.move_to_proto(move)),
+                "expectedVersion": str(local.version),
+            }
+            local.apply(move, seat=seat)
+            moves.append((seat, json.dumps(body, separators=(",", ":")).encode()))
+        out.append((json.dumps(json_format.MessageToDict(request)).encode(), moves))
+    return out
+
+
+def _play(port: int, games: list[tuple[bytes, list[tuple[int, bytes]]]]) -> int:
+    """``games`` played over one keep-alive HTTP connection; the moves sent."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    json_type = {"content-type": "application/json"}
+    moves = 0
+    for create, script in games:
+        for _ in range(10):
+            connection.request("POST", "/v1/games", body=create, headers=json_type)
+            answer = connection.getresponse()
+            created = json.loads(answer.read())
+            # The store refused before anything was written: a slow start
+            # under callgrind (its first Redis connection), safe to retry.
+            if answer.status != 503 or "STORE_UNAVAILABLE" not in str(created):
+                break
+            time.sleep(1)
+        if answer.status != 200:
+            # Under callgrind the server runs some fifty times slower: with
+            # many connections (or a busy machine) a request can wait past
+            # the store's 2 s timeout, which the service answers 503.
+            raise RuntimeError(
+                f"CreateGame: {answer.status} {created} (if STORE_UNAVAILABLE: "
+                "fewer --clients, or a quieter machine)"
+            )
+        path = f"/v1/games/{created['game']['gameId']}/moves"
+        tokens = {seat.get("seat", 0): seat["token"] for seat in created["seats"]}
+        for seat, body in script:
+            headers = {**json_type, "authorization": f"Bearer {tokens[seat]}"}
+            connection.request("POST", path, body=body, headers=headers)
+            answer = connection.getresponse()
+            text = answer.read()
+            if answer.status != 200:
+                raise RuntimeError(f"ApplyMove: {answer.status} {text[:200]!r}")
+            moves += 1
+    connection.close()
+    return moves
+
+
+def _served(
+    tree: Path, games: int, clients: int, redis_url: str, scripts: list[Any]
+) -> tuple[int, int]:
+    """(instructions, moves) of a ``railyard serve`` process of ``tree`` under
+    callgrind while ``clients`` connections play its first ``games`` games."""
+    from bench.service import TREE_PACKAGES, free_port
+
+    http_port, grpc_port = free_port(), free_port()
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    env["PYTHONPATH"] = os.pathsep.join(str(tree / d) for d in TREE_PACKAGES)
+    argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", PYTHON]
+    argv += ["-m", "service.cli", "serve", "--host", "127.0.0.1", "--workers", "1"]
+    argv += ["--http-port", str(http_port), "--grpc-port", str(grpc_port)]
+    argv += ["--redis-url", redis_url, "--log-level", "warning"]
+    server = subprocess.Popen(
+        argv, cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        # Started under callgrind: a poll every 2 s (each a few hundred
+        # thousand instructions, lost in the difference of the two counts).
+        while server.poll() is None:
+            time.sleep(2)
+            try:
+                connection = http.client.HTTPConnection("127.0.0.1", http_port, timeout=60)
+                # /readyz: up, and its store answering (the first games
+                # must not meet a connection to Redis still being made).
+                connection.request("GET", "/readyz")
+                if connection.getresponse().status == 200:
+                    break
+            except OSError:
+                continue
+        shares = [scripts[:games][k::clients] for k in range(clients)]
+        with ThreadPoolExecutor(clients) as pool:
+            moves = sum(pool.map(lambda share: _play(http_port, share), shares))
+        server.send_signal(signal.SIGTERM)
+        _, err = server.communicate(timeout=600)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    collected = re.search(r"Collected : (\d+)", err)
+    if server.returncode or not collected:
+        raise RuntimeError(f"{tree}: {err[-800:]}")
+    return int(collected.group(1)), moves
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--against", help="the commit to compare with")
-    parser.add_argument("--games", default="2,8", help="the two game counts (default 2,8)")
+    parser.add_argument(
+        "--games",
+        help="the two game counts (default 2,8; with --server 1,3 a connection)",
+    )
     parser.add_argument("--redis", action="store_true", help="a RedisStore (else memory)")
+    parser.add_argument(
+        "--server",
+        action="store_true",
+        help="count a whole `railyard serve` process over Redis and loopback HTTP",
+    )
+    parser.add_argument("--clients", type=int, default=8, help="--server: connections at once (8)")
     parser.add_argument("--drive", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--redis-url", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -205,7 +344,11 @@ def main(argv: list[str]) -> int:
     if shutil.which("valgrind") is None:
         print("valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
         return 2
-    few, many = (int(n) for n in args.games.split(","))
+    few, many = (int(n) for n in (args.games or ("1,3" if args.server else "2,8")).split(","))
+    if args.server:
+        # Each connection plays as many games in both counts' difference.
+        few, many = few * args.clients, many * args.clients
+        args.redis = True
     from bench.service import checkout, free_port
 
     with tempfile.TemporaryDirectory(prefix="railyard-instructions-") as work:
@@ -222,13 +365,24 @@ def main(argv: list[str]) -> int:
             redis_url = f"redis://127.0.0.1:{port}/0"
         try:
             per_move = {}
+            scripts = _scripts(many) if args.server else []
             for name, tree in trees.items():
                 # Both counts at once, one core each (the counts do not
                 # depend on what else runs).
                 with ThreadPoolExecutor(2) as pool:
-                    (low, low_moves), (high, high_moves) = pool.map(
-                        lambda games, tree=tree: _counted(tree, games, redis_url), (few, many)
-                    )
+                    if args.server:
+                        assert redis_url is not None
+                        counts = pool.map(
+                            lambda games, tree=tree: _served(
+                                tree, games, args.clients, redis_url, scripts
+                            ),
+                            (few, many),
+                        )
+                    else:
+                        counts = pool.map(
+                            lambda games, tree=tree: _counted(tree, games, redis_url), (few, many)
+                        )
+                    (low, low_moves), (high, high_moves) = counts
                 per_move[name] = (high - low) / (high_moves - low_moves)
                 print(f"{name}: {per_move[name] / 1000:,.1f}k instructions a move", flush=True)
         finally:
@@ -236,7 +390,8 @@ def main(argv: list[str]) -> int:
                 redis.terminate()
                 redis.wait(10)
     ratio = per_move["ours"] / per_move[args.against]
-    print(f"ours / {args.against}, instructions an HTTP move: {ratio:.3f}x")
+    what = "a `railyard serve` process" if args.server else "the app in-process"
+    print(f"ours / {args.against}, instructions an HTTP move ({what}): {ratio:.3f}x")
     return 0
 
 
