@@ -110,7 +110,7 @@ def serve(kind: str, port: int) -> None:
     asyncio.run(serving(port))
 
 
-async def _clients(port: int, clients: int, begin: float, seconds: float) -> int:
+async def _clients(port: int, clients: int, seconds: float, start: Start) -> int:
     options = [("grpc.use_local_subchannel_pool", 1)]
     channels = [
         grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=options) for _ in range(clients)
@@ -118,11 +118,17 @@ async def _clients(port: int, clients: int, begin: float, seconds: float) -> int
     answered = 0
     try:
         for channel in channels:
-            await asyncio.wait_for(channel.channel_ready(), 20)
+            await asyncio.wait_for(channel.channel_ready(), 60)
         calls = [
             channel.unary_unary(METHOD, request_serializer=None, response_deserializer=None)
             for channel in channels
         ]
+        # Connected: the measurement begins once every load process is (on a
+        # busy machine spawning one and importing grpc takes seconds).
+        start.ready.put(1)
+        if not await asyncio.to_thread(start.go.wait, 120):
+            raise RuntimeError("the measurement did not begin")
+        begin = start.begin.value
         await asyncio.sleep(max(0.0, begin - time.time()))
         end = begin + seconds
 
@@ -141,17 +147,27 @@ async def _clients(port: int, clients: int, begin: float, seconds: float) -> int
     return answered
 
 
+@dataclass(frozen=True)
+class Start:
+    """How the load processes begin together: each says it is connected
+    (``ready``), then waits for ``go``, then calls from ``begin`` (a time)."""
+
+    ready: Queue[int]
+    go: Any  # multiprocessing.Event (its type is a method's result)
+    begin: Any  # multiprocessing.Value("d")
+
+
 def _load(
     port: int,
     clients: int,
-    begin: float,
     seconds: float,
+    start: Start,
     out: Queue[int],
     cpus: set[int] | None,
 ) -> None:
     if cpus is not None:
         os.sched_setaffinity(0, cpus)  # as ``taskset -c`` would (Pinning.other)
-    out.put(asyncio.run(_clients(port, clients, begin, seconds)))
+    out.put(asyncio.run(_clients(port, clients, seconds, start)))
 
 
 @dataclass(frozen=True)
@@ -175,15 +191,20 @@ def measure(kind: str, clients: int, seconds: float, pin: Pinning, warmup: float
     try:
         context = multiprocessing.get_context("spawn")
         out: Queue[int] = context.Queue()
-        begin = time.time() + 3 + warmup  # the channels connect meanwhile
+        start = Start(context.Queue(), context.Event(), context.Value("d", 0.0))
         halves = (clients + 1) // 2, clients // 2
         loads = [
-            context.Process(target=_load, args=(port, n, begin, seconds, out, pin.other_cpus))
+            context.Process(target=_load, args=(port, n, seconds, start, out, pin.other_cpus))
             for n in halves
             if n
         ]
         for load in loads:
             load.start()
+        for _ in loads:
+            start.ready.get(timeout=120)
+        begin = time.time() + warmup
+        start.begin.value = begin
+        start.go.set()
         time.sleep(max(0.0, begin - time.time()))
         cpu0 = cpu_seconds(server.pid)
         time.sleep(seconds)
