@@ -248,7 +248,10 @@ def _arena_options(target: argparse.ArgumentParser) -> None:
         help="game g is dealt from SEED:g (--duplicate: deal d from SEED:d)",
     )
     target.add_argument(
-        "--budget", type=int, default=None, help="expert budget in playout moves (default 2500)"
+        "--budget",
+        type=int,
+        default=None,
+        help="expert budget in playout moves (default: the game's own, engine/expert.py)",
     )
     target.add_argument("--jobs", type=int, default=1, help="processes (default 1)")
     target.add_argument(
@@ -366,7 +369,10 @@ def _ladder_options(target: argparse.ArgumentParser) -> None:
     )
     target.add_argument("--seed", default="ladder", help="deal d is dealt from SEED:d")
     target.add_argument(
-        "--budget", type=int, default=None, help="expert budget in playout moves (default 2500)"
+        "--budget",
+        type=int,
+        default=None,
+        help="expert budget in playout moves (default: the game's own, engine/expert.py)",
     )
     target.add_argument(
         "--jobs",

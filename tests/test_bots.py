@@ -47,8 +47,10 @@ from engine.arena import (
     wilson,
 )
 from engine.bots import LEVELS, bot_key, choose, greedy_move, random_move
+from engine.games.mexican_train import bots as mt_bots
 from engine.games.mexican_train.bots import round_wins
 from engine.games.mexican_train.determinize import Determinizer, NoDeterminizationError
+from engine.registry import game_spec
 from service.cli import main
 from tests.presets import MEXICAN_TRAIN_PRESETS
 from tests.scenario import position
@@ -288,6 +290,40 @@ def test_greedy_sheds_a_double_it_can_follow() -> None:
     assert greedy_move(build_view(game, 0), game.legal_moves(), "k") == Move.play(
         engine.Tile(5, 5), P0
     )
+
+
+def test_the_expert_weighs_the_heuristics_above_the_pips() -> None:
+    """The expert's own weights (``EXPERT``): on the Mexican train, 5-1 leaves
+    a 1 the hand follows twice (1-2, 1-3); the greedy bot plays the heavier
+    5-12 instead, the expert the one that keeps it playing. In the playouts
+    the searching seat plays by the expert's weights, the others by the
+    greedy bot's."""
+    game = position(
+        hands=["5-1 1-2 1-3 5-12", "1-4", "1-5", "1-6"],
+        trains={"p0": "12-0", "m0": "12-5"},
+        boneyard="0-0",
+    )
+    view, legal = build_view(game, 0), game.legal_moves()
+    heavy, light = Move.play(engine.Tile(5, 12), M0), Move.play(engine.Tile(1, 5), M0)
+    assert set(legal) == {heavy, light}
+    assert greedy_move(view, legal, "k") == heavy
+    greedy, expert = mt_bots.greedy_scores(view, legal), mt_bots.expert_scores(view, legal)
+    assert legal[greedy.index(max(greedy))] == heavy
+    assert legal[expert.index(max(expert))] == light
+    assert mt_bots.playout_policy(game, 0)(legal) == light
+    assert mt_bots.playout_policy(game, 1)(legal) == heavy
+
+
+def test_the_expert_budget_shrinks_with_the_players() -> None:
+    """A Mexican Train move costs more with more trains; the game's own
+    budget (``BotHooks.budget``) is what a decision spends by default."""
+    budgets = [mt_bots.expert_budget(n) for n in range(2, 9)]
+    assert budgets == sorted(budgets, reverse=True)
+    assert game_spec("mexican_train").bots.budget is mt_bots.expert_budget
+    # Chicken Foot keeps the default budget and the greedy heuristics (its own
+    # expert is measured with them).
+    assert game_spec("chicken_foot").bots.budget is None
+    assert game_spec("chicken_foot").bots.expert_scores is None
 
 
 def test_greedy_takes_its_marker_off() -> None:

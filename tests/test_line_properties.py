@@ -248,7 +248,7 @@ def test_worlds_agree_with_the_view_and_end_with_its_hand(
             view.boneyard_count,
             view.turn,
         )
-        policy = SPECS[rules.game].bots.playout_policy(world)
+        policy = SPECS[rules.game].bots.playout_policy(world, seat)
         for _ in range(MOVE_LIMIT):
             if world.over:
                 break

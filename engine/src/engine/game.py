@@ -207,14 +207,22 @@ class BotHooks:
     #: Sampled positions for the seat of a view; raises ValueError when the
     #: view cannot be one (not a seat's view of its own turn).
     worlds: Callable[[GameView, Sequence[Move]], Worlds]
-    #: The playouts' policy for a state: a function from its legal moves to a
-    #: move (the greedy heuristic, read from the state for speed).
-    playout_policy: Callable[[GameState], Callable[[Sequence[Move]], Move]]
+    #: The playouts' policy for a state and the searching seat: a function
+    #: from its legal moves to a move (the heuristics, read from the state
+    #: for speed; the searching seat may play by the expert's own).
+    playout_policy: Callable[[GameState, int], Callable[[Sequence[Move]], Move]]
     #: The seat's outcome of a playout that ended (its round or hand over).
     reward: Callable[[GameState, int], float]
     #: How sure the search must be to overrule the greedy choice, in standard
     #: errors of the paired differences (``None``: ``engine.expert.SWITCH_MARGIN``).
     switch_margin: float | None = None
+    #: The expert's own heuristic, to rank its candidates and to fall back on
+    #: (``None``: the greedy bot's ``scores``).
+    expert_scores: Callable[[GameView, Sequence[Move]], list[int]] | None = None
+    #: The expert's budget for a number of players, in playout moves
+    #: (``None``: ``engine.expert.DEFAULT_BUDGET``): a game sizes it to what
+    #: its moves cost, so that a decision stays within its time.
+    budget: Callable[[int], int] | None = None
 
 
 @dataclass(frozen=True)

@@ -6,17 +6,20 @@ for your own train" terms fall away and what stays is Chicken Foot's sense:
 shed heavy tiles (every hand is scored, 0-0 at 50), prefer ends the hand can
 follow, and play a double only with a tile of its number left to answer it.
 The expert's search is the shared one (``engine/expert.py``) over
-determinizations of Chicken Foot positions, with Mexican Train's reward (the
-round's win less a weight per pip left).
+determinizations of Chicken Foot positions, with the greedy heuristics for
+every seat and the default budget; its reward is the round's win less
+:data:`PIP_WEIGHT` per pip left. Mexican Train's expert has weights, a
+budget and a pip weight of its own, measured on Mexican Train: they are
+not carried over untried.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
-from engine.game import BotHooks
+from engine.game import BotHooks, GameState
 from engine.games.chicken_foot.game import ChickenFoot
 from engine.games.chicken_foot.rules import ChickenFootRules
 from engine.games.mexican_train import bots as mexican_train_bots
@@ -37,5 +40,25 @@ def describe(rules: ChickenFootRules) -> str:
     )
 
 
-HOOKS: Final[BotHooks] = dataclasses.replace(mexican_train_bots.HOOKS, worlds=_worlds)
+#: Reward per pip left beside the round's win (1): every hand is scored (CL-CF-1).
+PIP_WEIGHT: Final = 0.1
+
+
+def _playout_policy(state: GameState, searcher: int) -> Callable[[Sequence[Move]], Move]:
+    del searcher  # every seat plays the greedy heuristics
+    return mexican_train_bots.playout_policy(state, -1)
+
+
+def _reward(state: GameState, seat: int) -> float:
+    return mexican_train_bots.round_reward(state, seat, PIP_WEIGHT)
+
+
+HOOKS: Final[BotHooks] = dataclasses.replace(
+    mexican_train_bots.HOOKS,
+    worlds=_worlds,
+    playout_policy=_playout_policy,
+    reward=_reward,
+    expert_scores=None,
+    budget=None,
+)
 results = mexican_train_bots.results

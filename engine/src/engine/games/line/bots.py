@@ -171,9 +171,10 @@ def hook_scores(view: GameView, legal: Sequence[Move]) -> list[int]:
     return [first * _FIRST + block for first, block in greedy_scores(view, legal)]
 
 
-def playout_policy(state: GameState) -> Callable[[Sequence[Move]], Move]:
-    """The greedy bot for every seat of ``state``, read from the state itself
-    (the first best move on a tie)."""
+def playout_policy(state: GameState, searcher: int) -> Callable[[Sequence[Move]], Move]:
+    """The greedy bot for every seat of ``state``, the searching seat's too,
+    read from the state itself (the first best move on a tie)."""
+    del searcher  # the line games' expert has no heuristic of its own
     assert isinstance(state, LineGame)
     game = state
     rules = game.rules

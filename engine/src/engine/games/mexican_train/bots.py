@@ -8,7 +8,7 @@ every game; :data:`HOOKS` is what they are given.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Final
+from typing import Final, final
 
 from engine.game import BotHooks, GameState, HandResult
 from engine.games.mexican_train.determinize import Determinizer
@@ -21,11 +21,12 @@ from engine.view import GameView
 _PLAY: Final = MoveKind.PLAY
 _SEAT: Final = TrainKind.SEAT
 
-#: Reward per pip left in the seat's hand at the round's end (a won round is
-#: 1, so a win is worth 10 pips on top of the pips it saves). Measured on the
-#: same 2,600 rounds against three greedy bots: 0.03 won as many rounds but
-#: held 1 pip more per round than 0.1 (the mean round score counts too).
-PIP_WEIGHT: Final = 0.1
+#: Reward per pip left in the seat's hand at the round's end, beside the
+#: round's win (1): a tie-breaker between outcomes that win or lose alike.
+#: Measured with the expert's own weights (:data:`EXPERT`), 2 players,
+#: double-12, 3,000 rounds on duplicate deals against greedy: 0.01 won more
+#: rounds than 0.1, which traded wins for pips (docs/bots.md).
+PIP_WEIGHT: Final = 0.01
 
 # What the greedy bot weighs, in pips (the unit a round is scored in, MT-SC-1).
 # Checked one at a time (2,000 rounds each, the changed bot in one seat vs
@@ -53,6 +54,66 @@ OWN_TRAIN: Final = 3
 MARKED_TRAIN: Final = 2
 #: Per tile of the hand that fits the open end a play leaves on a shared train.
 FOLLOWER: Final = 1
+#: END_TURN's score: below every play (MT-FT-1: only once the chain cannot go on).
+_END_TURN_SCORE: Final = -(1 << 20)
+
+
+@final
+class Weights:
+    """What :func:`play_scores` weighs: a play's pips (MT-SC-1), and each of
+    the heuristics above, in the same unit."""
+
+    def __init__(
+        self,
+        pip: int,
+        double_followed: int,
+        double_alone: int,
+        marker_off: int,
+        chain_spent: int,
+        chain_broken: int,
+        own_train: int,
+        marked_train: int,
+        follower: int,
+    ) -> None:
+        self.pip: Final = pip
+        self.double_followed: Final = double_followed
+        self.double_alone: Final = double_alone
+        self.marker_off: Final = marker_off
+        self.chain_spent: Final = chain_spent
+        self.chain_broken: Final = chain_broken
+        self.own_train: Final = own_train
+        self.marked_train: Final = marked_train
+        self.follower: Final = follower
+
+
+#: The greedy bot's weights: a pip counts as much as a point of any heuristic.
+GREEDY: Final = Weights(
+    1,
+    DOUBLE_FOLLOWED,
+    DOUBLE_ALONE,
+    MARKER_OFF,
+    CHAIN_SPENT,
+    CHAIN_BROKEN,
+    OWN_TRAIN,
+    MARKED_TRAIN,
+    FOLLOWER,
+)
+#: The expert's own weights: the greedy bot's heuristics, each worth ten times
+#: a pip. Shedding heavy tiles first saves points, but a round is won by going
+#: out (MT-END-1), so the expert sheds tiles in the order that keeps it
+#: playing, and lets the pips decide only between plays the heuristics find
+#: equal (measured in docs/bots.md).
+EXPERT: Final = Weights(
+    1,
+    10 * DOUBLE_FOLLOWED,
+    10 * DOUBLE_ALONE,
+    10 * MARKER_OFF,
+    10 * CHAIN_SPENT,
+    10 * CHAIN_BROKEN,
+    10 * OWN_TRAIN,
+    10 * MARKED_TRAIN,
+    10 * FOLLOWER,
+)
 
 
 def preferred_moves(legal: Sequence[Move]) -> list[Move]:
@@ -65,7 +126,17 @@ def preferred_moves(legal: Sequence[Move]) -> list[Move]:
 
 def greedy_scores(view: GameView, options: Sequence[Move]) -> list[int]:
     """One score per move of ``options`` (higher is better): :func:`play_scores`
-    for the seat of ``view``."""
+    for the seat of ``view``, with the greedy bot's weights."""
+    return view_scores(view, options, GREEDY)
+
+
+def expert_scores(view: GameView, options: Sequence[Move]) -> list[int]:
+    """:func:`greedy_scores` with the expert's own weights (:data:`EXPERT`)."""
+    return view_scores(view, options, EXPERT)
+
+
+def view_scores(view: GameView, options: Sequence[Move], weights: Weights) -> list[int]:
+    """:func:`play_scores` with ``weights`` for the seat of ``view``."""
     seat = view.viewer_seat
     if seat is None or view.hand is None:
         raise ValueError("a bot needs a seat's view")
@@ -93,6 +164,7 @@ def greedy_scores(view: GameView, options: Sequence[Move]) -> list[int]:
         # A double's tile to follow goes anywhere (MT-DBL-2); none is owed
         # where the rules are not Mexican Train's own (Chicken Foot).
         isinstance(rules, Ruleset) and rules.double_followup is DoubleFollowup.ANY_TRAIN,
+        weights,
     )
 
 
@@ -105,8 +177,10 @@ def play_scores(
     marked: bool,
     shared_ends: Sequence[int],
     any_train: bool,
+    weights: Weights = GREEDY,
 ) -> list[int]:
-    """The greedy bot's score of each move of ``options`` (higher is better).
+    """The greedy bot's score of each move of ``options`` (higher is better),
+    or with ``weights``, another bot's (the expert's, :data:`EXPERT`).
 
     ``hand`` is one bit mask per pip value (bit ``x`` of ``hand[v]``: the tile
     ``v-x`` is held), ``values[i]`` the open end ``options[i]`` plays on,
@@ -139,14 +213,15 @@ def play_scores(
     for t in chain:
         reserved[t >> 5] |= 1 << (t & 31)
         reserved[t & 31] |= 1 << (t >> 5)
+    w = weights
     scores = []
     for move, value in zip(options, values, strict=True):
         tile, train = move.tile, move.train
         if tile is None or train is None:
-            scores.append(-1000)  # END_TURN: only once the chain cannot go on
+            scores.append(_END_TURN_SCORE)  # END_TURN: only once the chain cannot go on
             continue
         a, b = tile
-        score = a + b
+        score = w.pip * (a + b)
         if a == b:
             others = hand[a] & ~(1 << a)
             follows = bool(others) or (
@@ -155,19 +230,20 @@ def play_scores(
                     others if v == a else hand[v] for ends in (shared_ends, own_ends) for v in ends
                 )
             )
-            score += DOUBLE_FOLLOWED if follows else DOUBLE_ALONE
+            score += w.double_followed if follows else w.double_alone
         if train.kind is _SEAT and train.number == seat:
-            score += MARKER_OFF if marked else -OWN_TRAIN
+            score += w.marker_off if marked else -w.own_train
             if a << 5 | b != next_of_chain:
-                score -= CHAIN_BROKEN
+                score -= w.chain_broken
         else:
             if reserved[a] >> b & 1:
-                score -= CHAIN_SPENT
+                score -= w.chain_spent
             if train.kind is _SEAT:
-                score += MARKED_TRAIN
+                score += w.marked_train
             left = b if a == value else a
             # The hand's other tiles that fit the end this play leaves, chain tiles aside.
-            score += FOLLOWER * (hand[left] & ~reserved[left] & ~(1 << (a + b - left))).bit_count()
+            followers = hand[left] & ~reserved[left] & ~(1 << (a + b - left))
+            score += w.follower * followers.bit_count()
         scores.append(score)
     return scores
 
@@ -229,20 +305,25 @@ def _end_value(view: GameView, ref: TrainRef) -> int:
     raise ValueError(f"no train {ref} in the view")
 
 
-def playout_policy(state: GameState) -> Callable[[Sequence[Move]], Move]:
-    """The playout policy of ``state`` (a Mexican Train game): :func:`playout_move`."""
+def playout_policy(state: GameState, searcher: int) -> Callable[[Sequence[Move]], Move]:
+    """The playout policy of ``state`` (a Mexican Train game): :func:`playout_move`,
+    the searching seat (``searcher``) by the expert's weights, the others by
+    the greedy bot's."""
     assert isinstance(state, MexicanTrain)
     game = state
     any_train = game.double_owes and game.engine_rules.double_followup is DoubleFollowup.ANY_TRAIN
 
     def policy(legal: Sequence[Move]) -> Move:
-        return playout_move(game, legal, any_train)
+        weights = EXPERT if game.current_seat == searcher else GREEDY
+        return playout_move(game, legal, any_train, weights)
 
     return policy
 
 
-def playout_move(game: MexicanTrain, legal: Sequence[Move], any_train: bool) -> Move:
-    """The greedy bot's move (:func:`play_scores`) for the seat to
+def playout_move(
+    game: MexicanTrain, legal: Sequence[Move], any_train: bool, weights: Weights = GREEDY
+) -> Move:
+    """The move :func:`play_scores` picks with ``weights`` for the seat to
     move, read from the state instead of a view; the first best on a tie,
     announcing the last-but-one tile (MT-KNOCK-1)."""
     seat = game.current_seat
@@ -275,6 +356,7 @@ def playout_move(game: MexicanTrain, legal: Sequence[Move], any_train: bool) -> 
         markers[seat],
         shared_ends,
         any_train,
+        weights,
     )
     best = legal[0]
     best_value = -1 << 30
@@ -288,12 +370,17 @@ def playout_move(game: MexicanTrain, legal: Sequence[Move], any_train: bool) -> 
 def reward(state: GameState, seat: int) -> float:
     """The seat's outcome of a finished round: its share of the win (the lowest
     round score, split between ties) less ``PIP_WEIGHT`` per pip left (MT-SC-1)."""
+    return round_reward(state, seat, PIP_WEIGHT)
+
+
+def round_reward(state: GameState, seat: int, pip_weight: float) -> float:
+    """:func:`reward` with ``pip_weight`` per pip left."""
     assert isinstance(state, MexicanTrain)
     scores = [rs[-1] for rs in state.round_scores]
     mine = scores[seat]
     low = min(scores)
     won = 1.0 / scores.count(low) if mine == low else 0.0
-    return won - PIP_WEIGHT * mine
+    return won - pip_weight * mine
 
 
 def round_wins(scores: Sequence[int]) -> list[float]:
@@ -325,8 +412,22 @@ def _worlds(view: GameView, legal: Sequence[Move]) -> Determinizer:
     return Determinizer(view, legal, MexicanTrain)
 
 
+def expert_budget(players: int) -> int:
+    """The expert's playout moves per decision: a move costs more the more
+    trains and hands there are, and a playout makes more of them, so the
+    budget shrinks with the players to keep a decision's p99 under 100 ms
+    (measured in docs/bots.md).
+
+    >>> [expert_budget(n) for n in (2, 4, 8)]
+    [12000, 7200, 4000]
+    """
+    return max(4000, 36000 // (players + 1))
+
+
 HOOKS: Final = BotHooks(
     scores=greedy_scores,
+    expert_scores=expert_scores,
+    budget=expert_budget,
     sensible=preferred_moves,
     worlds=_worlds,
     playout_policy=playout_policy,
