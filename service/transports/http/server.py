@@ -24,7 +24,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeVar, cast
 
@@ -350,7 +350,7 @@ def _json_ok(description: str, schema: dict[str, Any]) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
-Endpoint = Callable[[Request], Any]
+Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 class Operation:
@@ -371,7 +371,7 @@ class Operation:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive, send)
         try:
-            response: Response = await self.handler(request)
+            response = await self.handler(request)
         except ServiceError as exc:
             response = error_response(exc)
         await response(scope, receive, send)
