@@ -237,11 +237,11 @@ def _ref_fields(ref: TrainRef) -> Fields:
     return out
 
 
-@functools.lru_cache(maxsize=4096)
 def _train_fields(train: TrainView) -> Fields:
-    """One train of a view. Trains are most of a view, and a move changes one
-    of them: the others are the very dicts of earlier views, which each
-    writer has written before (railyard_api.fields.SHARED)."""
+    """One train of a view, made anew for each view. Keeping them by value
+    between views (a move changes one train) looked cheaper one view at a
+    time, but a server with many games in flight spent more on the cache's
+    thousands of trains than it saved (docs/performance.md)."""
     return {
         "ref": _ref_fields(train.ref),
         "tiles": [_TILES[t] for t in train.tiles],

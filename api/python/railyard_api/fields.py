@@ -22,9 +22,9 @@ The shape of a fields dict, for a message type ``T``:
   well-known type such as a Timestamp, or a message built before);
 - a list is any sequence.
 
-Dicts of :data:`SHARED` types (a tile, a train) are shared between many
-views and looked up by identity, so each is filled into a message once:
-nothing may change a fields dict once made.
+Dicts of :data:`SHARED` types (a tile) are shared between many views and
+looked up by identity, so each is filled into a message once: nothing may
+change a fields dict once made.
 """
 
 from __future__ import annotations
@@ -39,9 +39,11 @@ from google.protobuf.message import Message
 M = TypeVar("M", bound=Message)
 Fields = Mapping[str, Any]
 
-#: Message types whose fields dicts are shared: most of a view is its trains
-#: and their tiles, and a move changes one train.
-SHARED: Final = frozenset({"railyard.v1.Tile", "railyard.v1.TrainView"})
+#: Message types whose fields dicts are shared: a view's tiles, taken from
+#: one table of every tile (railyard_api.convert), are most of a view.
+#: Trains are not: kept between views, the memo of a server's thousands of
+#: trains cost it more than it saved (docs/performance.md).
+SHARED: Final = frozenset({"railyard.v1.Tile"})
 #: Entries kept per shared type; past it the type's memo starts over.
 MEMO_SIZE: Final = 4096
 
