@@ -79,6 +79,15 @@ def _check_request_id(request_id: str) -> None:
         raise err.invalid(f"requestId is longer than {MAX_REQUEST_ID} characters")
 
 
+def _move_answer(loaded: Loaded, seat: int, messages: Sequence[pb.GameEvent]) -> Fields:
+    """An ApplyMoveResponse's fields: the seat's view after the move, and the
+    move's events as the seat may see them."""
+    return {
+        "game": loaded.view_fields(seat),
+        "events": [convert.redact(m, seat) for m in messages],
+    }
+
+
 def _told(event: pb.GameEvent, seats: Seats) -> tuple[str, dict[str, object]] | None:
     """What a tenant's webhook hears of a committed event (its kind and
     data), or None (service.app.webhooks.KINDS)."""
@@ -534,14 +543,12 @@ class GameApp:
             loaded.game = game  # (the state a bot worker sent back, if one played)
             deadline = games.deadline(game, loaded.seats)
             loaded.deadline_ms = deadline  # (for the answer's view)
-            fields = {
-                "game": loaded.view_fields(seat),
-                "events": [convert.redact(m, seat) for m in messages],
-            }
-            # Remembered as the message (a retry's answer): built once then,
-            # and answered as it is.
-            answer: Fields | pb.ApplyMoveResponse = (
-                build(pb.ApplyMoveResponse(), fields) if key else fields
+            # Under a request id the answer is remembered with the commit, as
+            # the message (a retry's answer), and answered as it is. Without
+            # one it is made once the commit is in: not held, with every
+            # other call in flight, across the store's round trip.
+            remembered_answer = (
+                build(pb.ApplyMoveResponse(), _move_answer(loaded, seat, messages)) if key else None
             )
             try:
                 result = await games.commit(
@@ -553,8 +560,8 @@ class GameApp:
                     key,
                     # A retry must get these very bytes back: remember the
                     # message, after what the request asked for.
-                    idempotency.REMEMBERED + fingerprint + answer.SerializeToString()
-                    if isinstance(answer, pb.ApplyMoveResponse)
+                    idempotency.REMEMBERED + fingerprint + remembered_answer.SerializeToString()
+                    if remembered_answer is not None
                     else None,
                     deadline=deadline,
                     rev=loaded.record.rev,
@@ -565,7 +572,9 @@ class GameApp:
             if result is Commit.OK:
                 self.metrics.person_moves.inc()
                 self.metrics.bot_moves.inc(bot_moves)
-                return answer
+                if remembered_answer is not None:
+                    return remembered_answer
+                return _move_answer(loaded, seat, messages)
             if result is Commit.NOT_FOUND:
                 raise err.not_found(request.game_id)
             self.metrics.commit_conflicts.inc()
