@@ -353,30 +353,6 @@ def _json_ok(description: str, schema: dict[str, Any]) -> dict[str, Any]:
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
-class Operation:
-    """A route's handler as the ASGI app its :class:`Route` calls (Starlette
-    takes an endpoint that is not a function as one): the request made, the
-    handler awaited, a :class:`ServiceError` answered with its Status body.
-    Starlette's wrapper of a function endpoint does this through two closures
-    and a look-up of the app's handlers on every request; here the one error
-    a handler raises as a matter of course is answered where it is raised,
-    and any other exception goes on to the app's handlers
-    (:func:`create_http_app`)."""
-
-    __slots__ = ("handler",)
-
-    def __init__(self, handler: Endpoint) -> None:
-        self.handler = handler
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        request = Request(scope, receive, send)
-        try:
-            response = await self.handler(request)
-        except ServiceError as exc:
-            response = error_response(exc)
-        await response(scope, receive, send)
-
-
 @dataclass
 class Routes:
     """Routes under one path prefix and OpenAPI tag: each a Starlette
@@ -412,8 +388,7 @@ class Routes:
 
         def add(endpoint: Endpoint) -> Endpoint:
             full = self.prefix + path
-            route = Route(full, Operation(endpoint), methods=[method], name=operation_id)
-            self.routes.append(route)
+            self.routes.append(Route(full, endpoint, methods=[method], name=operation_id))
             if in_schema:
                 described: dict[str, Any] = {"tags": [self.tag]} if self.tag else {}
                 if summary:
