@@ -34,7 +34,7 @@ from engine.view import (
     TurnView,
 )
 from railyard_api import game_service_pb2 as pb
-from railyard_api.fields import Fields, build
+from railyard_api.fields import Fields, adapt, build, share
 
 
 class ConversionError(ValueError):
@@ -221,11 +221,13 @@ def move_to_proto(move: Move) -> pb.Move:
 # ---------------------------------------------------------------- views
 
 #: Every oriented tile (``a > b`` in trains too) as its fields, shared by
-#: every view (railyard_api.fields.SHARED): tiles are most of a view.
-_TILES: Final = {Tile(a, b): _tile_fields(a, b) for a in range(32) for b in range(32)}
+#: every view (railyard_api.fields.share): tiles are most of a view.
+_TILES: Final = {Tile(a, b): share(_tile_fields(a, b)) for a in range(32) for b in range(32)}
 
 
+@functools.lru_cache(maxsize=1024)
 def _ref_fields(ref: TrainRef) -> Fields:
+    # Shared by every view (railyard_api.fields.share): a game has a few.
     if ref.kind is TrainKind.SEAT:
         out: dict[str, Any] = {"seat": ref.number}
     elif ref.kind is TrainKind.MEXICAN:
@@ -234,31 +236,19 @@ def _ref_fields(ref: TrainRef) -> Fields:
         out = {"line": {}}
     if ref.end:
         out["end"] = ref.end
-    return out
+    return share(out)
 
 
-def _train_fields(train: TrainView) -> Fields:
-    """One train of a view, made anew for each view. Keeping them by value
-    between views (a move changes one train) looked cheaper one view at a
-    time, but a server with many games in flight spent more on the cache's
-    thousands of trains than it saved (docs/performance.md)."""
-    return {
-        "ref": _ref_fields(train.ref),
-        "tiles": [_TILES[t] for t in train.tiles],
-        "open_ends": train.open_ends,
-        "marker": train.marker,
-        "branches": [  # MT-DBL-7
-            # parent_end and open_end are optional: None leaves them unset, 0
-            # is written.
-            {
-                "end": br.end,
-                "parent_end": br.parent_end,
-                "open_end": br.open_end,
-                "tiles": [_TILES[t] for t in br.tiles],
-            }
-            for br in train.branches
-        ],
-    }
+# The engine's tiles and train references are written as these fields; the
+# rest of a view's parts (trains and their branches, open doubles, the turn,
+# the line, teams) have the fields' names as attributes and are written as
+# they are, with no fields dict made of them (railyard_api.fields.adapt).
+adapt("railyard.v1.Tile", _TILES.__getitem__)
+adapt("railyard.v1.TrainRef", _ref_fields)
+
+
+def _tiles(tiles: Sequence[Tile]) -> list[Fields]:
+    return list(map(_TILES.__getitem__, tiles))  # (a loop in C)
 
 
 def view_fields(
@@ -270,9 +260,9 @@ def view_fields(
 ) -> dict[str, Any]:
     """The GameView of an engine view (already filtered for its viewer) as
     its fields (railyard_api.fields), which gRPC builds its message from and
-    HTTP writes as JSON: the one description of a view on the wire."""
-    turn = view.turn
-    line = view.line
+    HTTP writes as JSON: the one description of a view on the wire. The
+    parts of the engine's view named as their messages' fields are given
+    as they are (no dict of each train made only to be read once)."""
     return {
         "game_id": game_id,
         "version": view.version,
@@ -295,30 +285,22 @@ def view_fields(
             }
             for p in view.players
         ],
-        "trains": [_train_fields(t) for t in view.trains],
-        "open_doubles": [
-            {"train": _ref_fields(d.train), "value": d.value, "answers": d.answers}
-            for d in view.open_doubles
-        ],
-        "turn": None
-        if turn is None
-        else {
-            "owes_tile": turn.owes_tile,
-            "drew_this_turn": turn.drew_this_turn,
-            "first_turn": turn.first_turn,
-        },
+        # The engine's own values (TrainView, OpenDoubleView, TurnView): a
+        # train's branches are MT-DBL-7's, their optional ends unset when
+        # None.
+        "trains": view.trains,
+        "open_doubles": view.open_doubles,
+        "turn": view.turn,
         # The seat's own view only.
-        "hand": [_TILES[t] for t in view.hand] if view.hand else None,
+        "hand": _tiles(view.hand) if view.hand else None,
         "viewer_seat": view.viewer_seat,
         "seed_sha256": view.seed_sha256,
         "seed": view.seed,
         "winners": view.winners,
         "seed_from_caller": seed_from_caller,
         # The classic games (API.md): there before the opening too.
-        "line": None
-        if line is None
-        else {"tiles": [_TILES[t] for t in line.tiles], "open_ends": line.open_ends},
-        "teams": [{"seats": t.seats, "score": t.score} for t in view.teams],
+        "line": view.line,
+        "teams": view.teams,
         "target_score": view.target_score,
     }
 

@@ -10,8 +10,9 @@ gets its encoder made once from its descriptor (:func:`_encoder`): one
 statement per field, written only when set (the mapping's "empty fields
 omitted"). It reads a message, or the same message given as its fields
 (railyard_api.fields: a view and a move's answer, which then never become
-a message at all); the JSON of what a game's answers repeat unchanged (its
-ruleset, its trains) is remembered. ``tests/test_jsonwire.py`` and
+a message at all, their trains read from the engine's own values); the
+JSON of what a game's answers repeat unchanged (its ruleset, each tile and
+train reference) is remembered. ``tests/test_jsonwire.py`` and
 ``tests/test_convert_json.py`` check the output equals ``MessageToDict``
 on real games' views, events and responses, and is the same bytes from
 fields as from the message.
@@ -28,7 +29,8 @@ from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from railyard_api.fields import SHARED, Fields, attribute, identity_memo
+from railyard_api import fields
+from railyard_api.fields import ADAPTERS, SHARED, Fields, SharedMemo, attribute
 from service.app import errors
 
 _Convert = Callable[[Any], Any]
@@ -119,30 +121,77 @@ def _memoized(convert: _Convert) -> _Convert:
     return lookup
 
 
-def _value(field: FieldDescriptor, names: dict[str, Any], fields: bool) -> str | None:
+#: What an encoder reads (:func:`_encoder`): a message, its fields dict
+#: (railyard_api.fields), or an engine value whose attributes are named as
+#: its fields (a view's trains).
+_MESSAGE: Final = "message"
+_FIELDS: Final = "fields"
+_OBJECTS: Final = "objects"
+
+#: Per shared message type, the JSON of its shared fields dicts.
+_SHARED_JSON: dict[str, SharedMemo] = {}
+
+
+def _shared_json(message: Descriptor, of_message: _Convert) -> SharedMemo:
+    """The JSON of ``message``'s shared fields dicts (railyard_api.fields.share),
+    made once; of a message, of a dict not shared or of an engine value,
+    made each time."""
+    found = _SHARED_JSON.get(message.full_name)
+    if found is not None:
+        return found
+    of_fields = _SPECIAL.get(message.full_name) or _encoder(message, _FIELDS)
+
+    def make(value: Any) -> Any:
+        if type(value) is dict:
+            return of_fields(value)
+        if isinstance(value, Message):
+            return of_message(value)
+        if message.full_name in ADAPTERS:
+            return memo.of_value(value)
+        return _encoder(message, _OBJECTS)(value)
+
+    memo = _SHARED_JSON[message.full_name] = SharedMemo(message.full_name, make)
+    return memo
+
+
+def _value(field: FieldDescriptor, names: dict[str, Any], mode: str) -> str | None:
     """The expression converting one value ``x`` of ``field`` to JSON (the
     names it uses put in ``names``), or None when the generic printer must
     handle the message (maps, bytes, floats, other well-known types).
-    ``fields``: ``x`` may be a fields dict (railyard_api.fields) as well as
-    a message."""
+    ``mode``: what ``x`` may be as well as a message (:data:`_FIELDS`: a
+    fields dict or an engine value; :data:`_OBJECTS`: an engine value)."""
     message = field.message_type
     if message is not None:
         if message.GetOptions().map_entry:
             return None
         if message.full_name.startswith(_WKT + ".") and message.full_name not in _SPECIAL:
             return None
-        name = "_m_" + message.full_name.replace(".", "_")
-        convert = _SPECIAL.get(message.full_name) or _encoder(message, fields=False)
+        tag = message.full_name.replace(".", "_")
+        name = "_m_" + tag
+        convert = _SPECIAL.get(message.full_name) or _encoder(message, _MESSAGE)
         if message.full_name in _MEMOIZED:
             convert = _memoized(convert)
         names[name] = convert
-        if not fields or message.full_name.startswith(_WKT + "."):
+        if mode == _MESSAGE or message.full_name.startswith(_WKT + "."):
             return f"{name}(x)"  # (a well-known type is given as its message)
-        of_fields = _SPECIAL.get(message.full_name) or _encoder(message, fields=True)
         if message.full_name in SHARED:
-            of_fields = identity_memo(of_fields)
-        names["_f" + name] = of_fields
-        return f"(_f{name}(x) if type(x) is dict else {name}(x))"
+            memo = _shared_json(message, convert)
+            if mode == _OBJECTS and message.full_name in ADAPTERS:  # (found by value, in C)
+                names["_s_" + tag] = memo.of_value
+                names["_s_many_" + tag] = memo.of_values
+            else:
+                names["_s_" + tag] = memo.get
+                names["_s_many_" + tag] = memo.many
+            return f"_s_{tag}(x)"
+        names["_o_" + tag] = fields.lazily(names, "_o_" + tag, lambda: _encoder(message, _OBJECTS))
+        if mode == _OBJECTS:  # (an engine value holds engine values)
+            return f"_o_{tag}(x)"
+        names["_f_" + tag] = _SPECIAL.get(message.full_name) or _encoder(message, _FIELDS)
+        names["Message"] = Message
+        return (
+            f"(_f_{tag}(x) if type(x) is dict else {name}(x) if isinstance(x, Message)"
+            f" else _o_{tag}(x))"
+        )
     if field.type == FieldDescriptor.TYPE_ENUM and field.enum_type is not None:
         name = "_e_" + field.enum_type.full_name.replace(".", "_")
         names[name] = _EnumNames({v.number: v.name for v in field.enum_type.values}).__getitem__
@@ -154,21 +203,22 @@ def _value(field: FieldDescriptor, names: dict[str, Any], fields: bool) -> str |
     return None
 
 
-#: Each message type's encoders, made once from its descriptor: of its
-#: messages (False) and of its fields dicts (True).
-_ENCODERS: dict[tuple[str, bool], _Convert] = {}
+#: Each message type's encoders, made once from its descriptor, by what
+#: they read (:data:`_MESSAGE`, :data:`_FIELDS`, :data:`_OBJECTS`).
+_ENCODERS: dict[tuple[str, str], _Convert] = {}
 
 
-def _encoder(descriptor: Descriptor, fields: bool) -> _Convert:
-    """The function writing ``descriptor``'s messages (or, ``fields``, their
-    fields dicts) as JSON: Python source made from the descriptor, one
-    statement per field, so a field is read by its name with no lookup per
-    field at run time. A field is written when it is set: a non-empty list,
-    a set field of a oneof, a field with presence (a message, ``optional``)
-    that is present, any other one that is not its zero value, as the
-    mapping says; in a fields dict, a field is set as
-    railyard_api.fields says, to the same effect."""
-    key = (descriptor.full_name, fields)
+def _encoder(descriptor: Descriptor, mode: str) -> _Convert:
+    """The function writing ``descriptor``'s messages (or their fields
+    dicts, or engine values: ``mode``) as JSON: Python source made from the
+    descriptor, one statement per field, so a field is read by its name with
+    no lookup per field at run time. A field is written when it is set: a
+    non-empty list, a set field of a oneof, a field with presence (a
+    message, ``optional``) that is present, any other one that is not its
+    zero value, as the mapping says; in a fields dict or an engine value, a
+    field is set as railyard_api.fields says, to the same effect."""
+    key = (descriptor.full_name, mode)
+    fields = mode != _MESSAGE
     found = _ENCODERS.get(key)
     if found is not None:
         return found
@@ -188,10 +238,12 @@ def _encoder(descriptor: Descriptor, fields: bool) -> _Convert:
         if oneof is not None and not _synthetic(oneof):
             if field is not oneof.fields[0]:
                 continue
+            if mode == _OBJECTS:
+                raise TypeError(f"{descriptor.full_name}: an engine value needs an adapter")
             if fields:  # (at most one member is given)
                 members: dict[str, tuple[str, _Convert]] = {}
                 for member in oneof.fields:
-                    value = _value(member, names, fields)
+                    value = _value(member, names, mode)
                     if value is None:
                         raise TypeError(f"{descriptor.full_name} has no fields encoder")
                     # Each member's conversion as a function of its own, so
@@ -200,7 +252,7 @@ def _encoder(descriptor: Descriptor, fields: bool) -> _Convert:
                     scope = dict(names)
                     exec(f"def convert(x):\n    return {value}", scope)
                     members[member.name] = (member.json_name, scope["convert"])
-                name = f"_o_{oneof.name}"
+                name = f"_one_{oneof.name}"
                 names[name] = members
                 lines += [
                     "    for k in m:",
@@ -213,7 +265,7 @@ def _encoder(descriptor: Descriptor, fields: bool) -> _Convert:
                 continue
             lines.append(f"    w = m.WhichOneof({oneof.name!r})")
             for n, member in enumerate(oneof.fields):
-                value = _value(member, names, fields)
+                value = _value(member, names, mode)
                 if value is None:
                     encoder = _ENCODERS[key] = json_format.MessageToDict
                     return encoder
@@ -223,16 +275,20 @@ def _encoder(descriptor: Descriptor, fields: bool) -> _Convert:
                     f"        out[{member.json_name!r}] = {value}",
                 ]
             continue
-        value = _value(field, names, fields)
+        value = _value(field, names, mode)
         if value is None:
             if fields:
                 raise TypeError(f"{descriptor.full_name} has no fields encoder ({field.name})")
             encoder = _ENCODERS[key] = json_format.MessageToDict
             return encoder
-        read = f"m.get({field.name!r})" if fields else attribute(field)
+        read = f"m.get({field.name!r})" if mode == _FIELDS else attribute(field)
         json_key = repr(field.json_name)
         if field.is_repeated:
             items = "list(v)" if value == "x" else f"[{value} for x in v]"
+            sub = field.message_type
+            if fields and sub is not None and sub.full_name in SHARED:
+                # In C, once every value has been seen.
+                items = f"_s_many_{sub.full_name.replace('.', '_')}(v)"
             lines += [f"    v = {read}", "    if v:", f"        out[{json_key}] = {items}"]
         elif fields and field.has_presence:
             lines += [
@@ -267,7 +323,7 @@ def to_dict(message: Message) -> dict[str, Any]:
     Nested objects may be shared with earlier answers (:func:`_memoized`)."""
     # The stubs type DESCRIPTOR as either descriptor class; at run time the
     # C (upb) one is the class descriptor.Descriptor names.
-    out: dict[str, Any] = _encoder(cast(Descriptor, message.DESCRIPTOR), False)(message)
+    out: dict[str, Any] = _encoder(cast(Descriptor, message.DESCRIPTOR), _MESSAGE)(message)
     return out
 
 
@@ -278,7 +334,7 @@ def fields_to_dict(descriptor: Descriptor, fields: Fields | Message) -> dict[str
     may be shared with earlier answers."""
     if not isinstance(fields, Mapping):
         return to_dict(fields)
-    out: dict[str, Any] = _encoder(descriptor, True)(fields)
+    out: dict[str, Any] = _encoder(descriptor, _FIELDS)(fields)
     return out
 
 
