@@ -29,8 +29,7 @@ from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from railyard_api import fields
-from railyard_api.fields import ADAPTERS, SHARED, Fields, SharedMemo, attribute
+from railyard_api.fields import ADAPTERS, SHARED, Fields, SharedMemo, attribute, lazily
 from service.app import errors
 
 _Convert = Callable[[Any], Any]
@@ -183,7 +182,7 @@ def _value(field: FieldDescriptor, names: dict[str, Any], mode: str) -> str | No
                 names["_s_" + tag] = memo.get
                 names["_s_many_" + tag] = memo.many
             return f"_s_{tag}(x)"
-        names["_o_" + tag] = fields.lazily(names, "_o_" + tag, lambda: _encoder(message, _OBJECTS))
+        names["_o_" + tag] = lazily(names, "_o_" + tag, lambda: _encoder(message, _OBJECTS))
         if mode == _OBJECTS:  # (an engine value holds engine values)
             return f"_o_{tag}(x)"
         names["_f_" + tag] = _SPECIAL.get(message.full_name) or _encoder(message, _FIELDS)
