@@ -292,22 +292,8 @@ def _sub_message(
         ]
     names["_b_" + tag] = _builder(sub, False)
     names["_o_" + tag] = lazily(names, "_o_" + tag, lambda: _builder(sub, True))
-    if objects:  # (an engine value holds engine values)
-        if field.is_repeated:
-            return [
-                f"    v = {read}",
-                "    if v:",
-                f"        add = {target}.add",
-                "        for x in v:",
-                f"            _o_{tag}(x, add())",
-            ]
-        return [
-            f"    x = {read}",
-            "    if x is not None:",
-            f"        s = {target}",
-            "        s.SetInParent()",
-            f"        _o_{tag}(x, s)",
-        ]
+    # A fields dict, a message or an engine value, whichever was given (an
+    # engine value holds engine values: its checks fail at once).
     if field.is_repeated:
         return [
             f"    v = {read}",
